@@ -1,0 +1,128 @@
+"""Build the bundled catalog in sizing/data/ from the project's reference material.
+
+The only writer of sizing/data/{gpus,instances,prices,offerings,models,api_prices,platform_prices}.csv.
+Inputs: ../shared/reference/*.csv (each row keeps its `source` and `as_of`) and moto's
+per-AZ-ID instance type offerings (public AWS data moto ships; used for which AZs offer a type).
+
+Run: python scripts/build_bundled_catalog.py [--reference DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import sys
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "sizing" / "data"
+GPU_NAME_FIXES = {"H100": "H100-SXM"}  # the p5 reference rows say "H100"; p5 carries the SXM part
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _write(name: str, fields: list[str], rows: list[dict[str, object]]) -> None:
+    with (DATA / name).open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in fields})
+    print(f"wrote {name}: {len(rows)} rows")
+
+
+def build_gpus(ref: Path) -> None:
+    rows = _read(ref / "gpus.csv")
+    fields = [
+        "gpu", "architecture", "memory_gib", "memory_bandwidth_gbs", "bf16_dense_tflops",
+        "fp16_dense_tflops", "fp8_dense_tflops", "fp4_dense_tflops", "int8_dense_tops",
+        "fp8_supported", "bf16_supported", "nvlink_bandwidth_gbs", "tdp_w", "halved_from_sparse",
+        "source", "as_of", "notes",
+    ]
+    _write("gpus.csv", fields, rows)
+
+
+def _interconnect(raw: str) -> str:
+    return "nvlink" if raw.lower().startswith("nvlink") else "pcie"
+
+
+def build_instances_and_prices(ref: Path) -> list[str]:
+    rows = _read(ref / "aws_gpu_instances.csv")
+    inst, prices = [], []
+    for r in rows:
+        gpu = GPU_NAME_FIXES.get(r["gpu"], r["gpu"])
+        inst.append({
+            "instance_type": r["instance_type"], "family": r["family"], "gpu": gpu,
+            "gpu_count": r["gpu_count"], "gpu_memory_gib_each": r["gpu_memory_gib_each"],
+            "vcpus": r["vcpus"], "memory_gib": r["memory_gib"], "local_nvme_gb": r["local_nvme_gb"],
+            "network_gbps": r["network_gbps"], "efa": r["efa"],
+            "gpu_interconnect": _interconnect(r["gpu_interconnect"]),
+            "gpu_interconnect_raw": r["gpu_interconnect"], "usage_classes": r["usage_classes"],
+            "source": r["source"], "as_of": r["as_of"], "notes": r["notes"],
+        })
+        if r["on_demand_usd_hr_us_east_1"]:
+            prices.append({
+                "instance_type": r["instance_type"], "region": "us-east-1", "purchase": "on-demand",
+                "usd_per_hour": r["on_demand_usd_hr_us_east_1"], "source": r["price_source"],
+                "as_of": r["on_demand_as_of"],
+            })
+        if r["skypilot_spot_min_usd_hr_us_east_1"]:
+            prices.append({
+                "instance_type": r["instance_type"], "region": "us-east-1", "purchase": "spot",
+                "usd_per_hour": r["skypilot_spot_min_usd_hr_us_east_1"],
+                "source": r["skypilot_source"] + " (minimum over regular us-east-1 AZs; one sample)",
+                "as_of": "undated single sample (read 2026-11-29)",
+            })
+    _write("instances.csv", [
+        "instance_type", "family", "gpu", "gpu_count", "gpu_memory_gib_each", "vcpus", "memory_gib",
+        "local_nvme_gb", "network_gbps", "efa", "gpu_interconnect", "gpu_interconnect_raw",
+        "usage_classes", "source", "as_of", "notes"], inst)
+    _write("prices.csv", ["instance_type", "region", "purchase", "usd_per_hour", "source", "as_of"], prices)
+    return [r["instance_type"] for r in rows]
+
+
+def build_offerings(types: list[str]) -> None:
+    import moto  # dev dependency; only this offline script reads its data
+
+    base = Path(moto.__file__).parent / "ec2" / "resources" / "instance_type_offerings" / "availability-zone-id"
+    wanted = set(types)
+    rows = []
+    for f in sorted(base.glob("*.json.gz")):
+        region = f.name.removesuffix(".json.gz")
+        for o in json.load(gzip.open(f)):
+            if o["InstanceType"] in wanted:
+                rows.append({
+                    "instance_type": o["InstanceType"], "region": region, "availability_zone_id": o["Location"],
+                    "source": f"moto {moto.__version__} ec2/resources/instance_type_offerings/availability-zone-id/{f.name}",
+                    "as_of": date.today().isoformat(),
+                })
+    rows.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone_id"]))
+    _write("offerings.csv", ["instance_type", "region", "availability_zone_id", "source", "as_of"], rows)
+
+
+def copy_as_is(ref: Path, src: str, dst: str) -> None:
+    rows = _read(ref / src)
+    _write(dst, list(rows[0].keys()), rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
+    args = ap.parse_args(argv)
+    DATA.mkdir(parents=True, exist_ok=True)
+    build_gpus(args.reference)
+    types = build_instances_and_prices(args.reference)
+    build_offerings(types)
+    copy_as_is(args.reference, "models.csv", "models.csv")
+    copy_as_is(args.reference, "api_prices.csv", "api_prices.csv")
+    copy_as_is(args.reference, "storage_and_misc.csv", "platform_prices.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""The `llmcap` command line (typer + rich). Commands live in sizing/commands/; this module
+only registers them. Exit codes: 0 ok, 1 a check failed, 2 bad input, 3 infeasible."""
+
+from __future__ import annotations
+
+import typer
+
+from sizing.commands import catalog_cmds, estimate, validate
+
+app = typer.Typer(
+    name="llmcap",
+    help="Capacity planning and Pulumi infrastructure for serving open LLMs with vLLM on AWS.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command("estimate")(estimate.estimate)
+app.command("validate")(validate.validate)
+app.command("schema")(validate.schema)
+app.command("models")(catalog_cmds.models)
+app.command("gpus")(catalog_cmds.gpus)
+app.command("instances")(catalog_cmds.instances)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""`llmcap estimate`: memory (and, with the performance model, load) figures for one replica."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sizing.catalog import load_catalog
+from sizing.commands.common import TableOrJson, console, emit_json, guarded
+from sizing.errors import SpecError
+from sizing.memory import GIB, memory_fit
+from sizing.spec import PRECISIONS
+
+
+def memory_figures(model: str, gpu: str, tp: int, pp: int, precision: str, kv_cache_dtype: str,
+                   prompt_tokens: int, output_tokens: int, engine: str = "vllm",
+                   catalog: Path | None = None) -> dict[str, Any]:
+    """The memory keys of `llmcap estimate --format json` (replica-wide unless named per GPU)."""
+    if precision not in PRECISIONS:
+        raise SpecError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
+    if kv_cache_dtype not in ("auto", "fp8"):
+        raise SpecError(f"--kv-cache-dtype: {kv_cache_dtype!r} is not one of auto, fp8")
+    for name, v, lo in (("--tp", tp, 1), ("--pp", pp, 1), ("--prompt-tokens", prompt_tokens, 1),
+                        ("--output-tokens", output_tokens, 0)):
+        if v < lo:
+            raise SpecError(f"{name}: must be at least {lo} (got {v})")
+    cat = load_catalog(catalog)
+    m = cat.model(model)
+    g = cat.gpu(gpu)
+    fit = memory_fit(cat, m, g.name, precision, tp, pp, prompt_tokens + output_tokens, kv_cache_dtype, engine)
+    return {
+        "model": m.hf_id, "gpu": g.name, "tp": tp, "pp": pp, "precision": precision,
+        "kv_cache_dtype": kv_cache_dtype, "engine": engine,
+        "weights_gib": round(fit.weights_gib, 3),
+        "weights_gib_per_gpu": round(fit.weights_gib_per_gpu, 3),
+        "kv_cache_bytes_per_token": int(round(fit.kv_cache_bytes_per_token)),
+        "kv_cache_gib_per_sequence": round(fit.kv_cache_bytes_per_sequence / GIB, 4),
+        "kv_cache_gib_available": round(fit.kv_cache_gib_available, 3),
+        "kv_cache_gib_per_gpu": round(fit.kv_cache_gib_per_gpu, 3),
+        "overhead_gib_per_gpu": round(fit.overhead_gib_per_gpu, 3),
+        "gpu_memory_gib_per_gpu": round(fit.gpu_memory_gib_per_gpu, 3),
+        "gpu_memory_utilization": fit.gpu_memory_utilization,
+        "context_tokens": fit.context_tokens,
+        "max_concurrent_sequences": fit.max_concurrent_sequences,
+        "fits": fit.fits,
+        "fit_reason": fit.reason,
+    }
+
+
+def print_table(fig: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"{fig['model']} on {fig['tp'] * fig['pp']}× {fig['gpu']} ({fig['precision']})")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    for k, v in fig.items():
+        if k in ("model", "gpu", "precision"):
+            continue
+        t.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
+    console().print(t)
+
+
+@guarded
+def estimate(
+    model: str = typer.Option(..., "--model", help="catalog name, HF id, or path to a config.json"),
+    gpu: str = typer.Option(..., "--gpu", help="GPU name, e.g. L4, A100-80GB, H100-SXM"),
+    tp: int = typer.Option(1, "--tp", help="tensor-parallel GPUs per replica"),
+    pp: int = typer.Option(1, "--pp", help="pipeline-parallel stages per replica"),
+    precision: str = typer.Option("bf16", "--precision", help="bf16|fp16|fp8|int8|int4-awq|int4-gptq|fp4"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto|fp8"),
+    prompt_tokens: int = typer.Option(1024, "--prompt-tokens"),
+    output_tokens: int = typer.Option(256, "--output-tokens"),
+    fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    catalog: Path | None = typer.Option(None, "--catalog"),
+) -> None:
+    """Memory figures for one replica: weights, KV cache per token, KV available, max sequences."""
+    fig = memory_figures(model, gpu, tp, pp, precision, kv_cache_dtype, prompt_tokens, output_tokens,
+                         catalog=catalog)
+    if fmt == TableOrJson.json:
+        emit_json(fig)
+    else:
+        print_table(fig)

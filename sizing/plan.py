@@ -1,0 +1,170 @@
+"""The Plan: the one contract every consumer reads (CLI views, infra/, diff, compare).
+
+Plain JSON types only, with a `schema_version`. A saved plan JSON re-renders without
+recomputing. Field names carry units and scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class VllmSettings(_M):
+    """Engine settings for one pool; infra/ maps them to vLLM flags in one place."""
+
+    model: str  # the Hugging Face id to serve
+    served_model_name: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    gpu_memory_utilization: float
+    quantization: str | None = None  # vLLM --quantization, None = auto/unquantized
+    kv_cache_dtype: str = "auto"
+    enable_prefix_caching: bool = True
+    dtype: str = "auto"
+
+
+class PerReplica(_M):
+    """Predicted figures of one replica (tp × pp GPUs) at the planned load."""
+
+    weights_gib_per_gpu: float
+    kv_cache_gib_per_gpu: float
+    max_concurrent_sequences: int
+    goodput_output_tokens_per_s: float  # the largest load that meets both SLO percentiles
+    goodput_requests_per_s: float
+    planned_concurrency: float  # active requests per replica at planned load
+    planned_output_tokens_per_s: float
+    ttft_p95_ms: float  # at planned load
+    itl_p95_ms: float
+    ttft_ms: float
+    itl_ms: float
+    bound: str  # memory-bandwidth | compute | communication | kv-capacity | engine-limit
+    weights_load_s: float  # expected cold-start weight load time from the planned storage
+
+
+class Pool(_M):
+    """One node group: one instance type, its replicas and scaling bounds."""
+
+    name: str
+    instance_type: str
+    gpu: str
+    gpus_per_instance: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    nodes_per_replica: int = 1  # > 1 for multi-node replicas (pipeline parallel across nodes)
+    replicas: int  # planned, including redundancy
+    replicas_for_demand: int
+    redundancy_replicas: int
+    replicas_per_instance: int
+    instances_min: int
+    instances_desired: int
+    instances_max: int
+    replicas_max: int
+    precision: str
+    purchase: str  # on-demand | spot
+    usd_per_instance_hour: float
+    usd_per_hour: float  # desired instances
+    demand_share: float = 1.0  # share of the demand this pool serves
+    local_nvme_gb: int = 0
+    vllm: VllmSettings
+    per_replica: PerReplica
+
+
+class Totals(_M):
+    gpus: int
+    instances: int
+    usd_per_hour: float  # GPU instances, at desired size
+    usd_per_month: float  # 730 h
+    usd_per_month_min: float  # node-group minimums
+    usd_per_month_max: float  # autoscaling maximums
+    platform_usd_per_month: float  # EKS control plane, system nodes, NAT, storage
+    all_in_usd_per_month: float
+    usd_per_million_output_tokens: float  # GPU only, at planned load
+    usd_per_million_output_tokens_at_capacity: float  # GPU only, at full goodput
+    all_in_usd_per_million_output_tokens: float
+    utilization: float  # planned load / goodput capacity
+    demand_output_tokens_per_s: float
+    capacity_output_tokens_per_s: float
+
+
+class CostLine(_M):
+    """One priced line, e.g. "GPU instances (on-demand, g6.12xlarge)". usd None = not priced."""
+
+    name: str
+    quantity: float
+    unit: str
+    usd_per_month: float | None
+    source: str = ""
+
+
+class ApiComparison(_M):
+    provider: str
+    model: str
+    exact_model: bool  # False when the nearest comparable model is shown
+    usd_per_million_input_tokens: float
+    usd_per_million_output_tokens: float
+    usd_per_month_same_traffic: float
+    ratio_to_self_hosted: float  # API bill / self-hosted all-in monthly cost
+    break_even_output_tokens_per_month: float | None  # volume where self-hosting costs the same
+    source: str = ""
+
+
+class Alternative(_M):
+    strategy: str
+    gpu: str
+    instance_type: str
+    precision: str
+    tensor_parallel: int
+    feasible: bool
+    gpus: int = 0
+    instances: int = 0
+    usd_per_month: float | None = None
+    usd_per_million_output_tokens: float | None = None
+    why_not_chosen: str
+
+
+class Rejection(_M):
+    gpu: str
+    instance_type: str
+    precision: str
+    tensor_parallel: int
+    pipeline_parallel: int = 1
+    reason: str  # does-not-fit | misses-ttft | misses-itl | no-price | not-offered | unsupported-precision
+    detail: str
+
+
+class Plan(_M):
+    schema_version: int = SCHEMA_VERSION
+    stack: str
+    region: str
+    model: str
+    strategy: str
+    purchase: str
+    workload: dict[str, Any]  # the validated WorkloadSpec, as JSON
+    hardware: dict[str, Any]
+    demand: dict[str, Any]  # how demand was derived (users × tokens/s, or rate × output tokens)
+    pools: list[Pool]
+    totals: Totals
+    cost_lines: list[CostLine] = Field(default_factory=list)
+    api_comparison: list[ApiComparison] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    rejections: list[Rejection] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=list)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        return cls.model_validate_json(text)

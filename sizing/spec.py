@@ -1,0 +1,159 @@
+"""The workload spec: what a team wants to serve, at what load and latency (pydantic v2).
+
+Units are in the field names: tokens, ms, requests/s. Every default lives here, once.
+`sizing.stack.load_stack` reads these from a `stacks/Pulumi.<env>.yaml` file.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Precision = Literal["bf16", "fp16", "fp8", "int8", "int4-awq", "int4-gptq", "fp4"]
+PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4-awq", "int4-gptq", "fp4")
+KvCacheDtype = Literal["auto", "fp8"]
+Strategy = Literal["auto", "scale-up", "scale-out", "mixed"]
+Purchase = Literal["on-demand", "spot", "mixed"]
+Engine = Literal["vllm", "sglang", "tensorrt-llm"]
+
+PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TokenLength(_Strict):
+    """A token count per request: the mean and, optionally, the 95th percentile."""
+
+    mean: int = Field(gt=0, le=10_000_000, description="mean tokens per request")
+    p95: int | None = Field(default=None, gt=0, le=10_000_000, description="95th-percentile tokens per request")
+
+    @model_validator(mode="after")
+    def _p95_not_below_mean(self) -> TokenLength:
+        if self.p95 is not None and self.p95 < self.mean:
+            raise ValueError(f"p95 ({self.p95}) must be at least the mean ({self.mean})")
+        return self
+
+    @property
+    def p95_or_mean(self) -> int:
+        return self.p95 or self.mean
+
+
+def _token_length(v: object) -> object:
+    if isinstance(v, bool):
+        return v  # let pydantic reject it
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return {"mean": v}
+    return v
+
+
+class Traffic(_Strict):
+    """Exactly one of `concurrent_users` or `peak_requests_per_s`.
+
+    `concurrent_users` counts *active* requests (in prefill or decode at the same moment),
+    not people with a chat window open. `tokens_per_s_per_user` is the output rate each of
+    them expects; by default it is what the ITL target implies (1000 / itl_p95_ms).
+    """
+
+    concurrent_users: int | None = Field(default=None, gt=0, le=10_000_000,
+                                         description="active requests in flight at peak")
+    peak_requests_per_s: float | None = Field(default=None, gt=0, le=1_000_000, allow_inf_nan=False,
+                                              description="peak arrival rate, requests/s (Poisson)")
+    tokens_per_s_per_user: float | None = Field(default=None, gt=0, le=100_000, allow_inf_nan=False,
+                                                description="output tokens/s each active user needs")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Traffic:
+        if (self.concurrent_users is None) == (self.peak_requests_per_s is None):
+            raise ValueError("give exactly one of concurrent_users or peak_requests_per_s")
+        return self
+
+
+class Slo(_Strict):
+    """Latency targets at the 95th percentile, in milliseconds."""
+
+    ttft_p95_ms: float = Field(default=1000.0, gt=0, le=3_600_000, allow_inf_nan=False,
+                               description="time to first token, p95, ms")
+    itl_p95_ms: float = Field(default=50.0, gt=0, le=60_000, allow_inf_nan=False,
+                              description="inter-token latency, p95, ms")
+
+
+class WorkloadSpec(_Strict):
+    """Stack config key `llmcap:workload`."""
+
+    model: str = Field(min_length=1, max_length=500,
+                       description="catalog name or Hugging Face id, or a path to a config.json")
+    precision: Precision | list[Precision] = Field(
+        default="bf16", description="one precision, or the list the user accepts (the planner picks)")
+    kv_cache_dtype: KvCacheDtype = "auto"
+    prompt_tokens: TokenLength
+    output_tokens: TokenLength
+    traffic: Traffic
+    slo: Slo = Field(default_factory=Slo)
+    prefix_cache_hit_rate: float = Field(default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False,
+                                         description="share of prompt tokens served from the prefix cache")
+    max_context_tokens: int | None = Field(default=None, gt=0, le=10_000_000,
+                                           description="vLLM --max-model-len; default prompt p95 + output p95")
+    engine: Engine = Field(default="vllm", description="serving engine the performance model assumes")
+
+    _tl = field_validator("prompt_tokens", "output_tokens", mode="before")(_token_length)
+
+    @field_validator("precision", mode="after")
+    @classmethod
+    def _nonempty(cls, v: object) -> object:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("list at least one precision")
+            if len(set(v)) != len(v):
+                raise ValueError("precisions are listed twice")
+        return v
+
+    @model_validator(mode="after")
+    def _context_fits(self) -> WorkloadSpec:
+        need = self.prompt_tokens.p95_or_mean + self.output_tokens.p95_or_mean
+        if self.max_context_tokens is not None and self.max_context_tokens < need:
+            raise ValueError(f"max_context_tokens ({self.max_context_tokens}) is below prompt p95 + output p95 "
+                             f"({need}); raise it or shorten the requests")
+        return self
+
+    @property
+    def precisions(self) -> list[str]:
+        return list(self.precision) if isinstance(self.precision, list) else [self.precision]
+
+    @property
+    def context_tokens(self) -> int:
+        """The longest sequence a replica must hold (tokens): --max-model-len."""
+        return self.max_context_tokens or (self.prompt_tokens.p95_or_mean + self.output_tokens.p95_or_mean)
+
+    @property
+    def tokens_per_s_per_user(self) -> float:
+        """Output tokens/s per active request: given, or 1000 / ITL p95."""
+        return self.traffic.tokens_per_s_per_user or 1000.0 / self.slo.itl_p95_ms
+
+
+class HardwareSpec(_Strict):
+    """Stack config key `llmcap:hardware`."""
+
+    strategy: Strategy = "auto"
+    gpus: list[str] | None = Field(default=None, description="allowed GPU names; default every GPU in the region")
+    instance_types: list[str] | None = Field(default=None, description="allowed instance types; default all")
+    purchase: Purchase = "on-demand"
+    redundancy: int = Field(default=1, ge=0, le=1000, description="extra replicas beyond demand (failover, updates)")
+    autoscaling_headroom: float = Field(default=0.5, ge=0, le=10, allow_inf_nan=False,
+                                        description="node-group max = desired × (1 + headroom), rounded up")
+    spot_on_demand_floor: float = Field(default=0.5, ge=0, le=1, allow_inf_nan=False,
+                                        description="with purchase=mixed: share of replicas kept on-demand")
+
+    @field_validator("gpus", "instance_types")
+    @classmethod
+    def _nonempty_list(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not v:
+            raise ValueError("list at least one, or leave the key out to allow all")
+        return v
+
+
+def finite(x: float) -> bool:
+    return not (math.isnan(x) or math.isinf(x))

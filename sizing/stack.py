@@ -1,0 +1,179 @@
+"""Read a Pulumi stack file (`stacks/Pulumi.<env>.yaml`) into a validated Stack.
+
+Keys read from its `config:`: `aws:region`, `llmcap:workload`, `llmcap:hardware`,
+`llmcap:deployment`, `llmcap:budget_usd_month`. Other namespaces are left to Pulumi.
+Errors name the config key and field ("llmcap:workload.traffic.concurrent_users: ...").
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from sizing.deployment import DeploymentOptions
+from sizing.errors import SpecError
+from sizing.spec import HardwareSpec, WorkloadSpec
+
+NAMESPACE = "llmcap"
+KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token")
+DEFAULT_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A validated stack: its name (`dev` for Pulumi.dev.yaml), specs and region."""
+
+    name: str
+    workload: WorkloadSpec
+    hardware: HardwareSpec
+    region: str
+    deployment: DeploymentOptions
+    budget_usd_month: float | None = None
+
+
+def stack_name(path: Path) -> str:
+    n = path.name
+    if n.startswith("Pulumi.") and n.endswith((".yaml", ".yml")):
+        return n[len("Pulumi."):].rsplit(".", 1)[0]
+    return path.stem
+
+
+def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
+    """One line per problem: `prefix.field.path: what is wrong (got X)`."""
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "literal[")))
+        # drop pydantic's union-branch markers such as 'int' or 'TokenLength'
+        parts = [p for p in loc.split(".") if p and p not in ("int", "float", "str", "list[str]", "TokenLength",
+                                                               "list[literal]", "constrained-int")]
+        where = ".".join([prefix] + parts) if parts else prefix
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key; remove it or check its spelling"
+        inp = err.get("input")
+        shown = "" if isinstance(inp, (dict, list)) or err["type"] in ("missing", "extra_forbidden") \
+            else f" (got {inp!r})"
+        lines.append(f"{where}: {msg}{shown}")
+    return list(dict.fromkeys(lines))
+
+
+def _validate(model: type[BaseModel], prefix: str, raw: Any, problems: list[str]) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        problems.append(f"{prefix}: must be a mapping of keys to values (got {type(raw).__name__})")
+        return None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        problems.extend(format_validation_error(prefix, e))
+        return None
+
+
+def parse_value(text: str) -> Any:
+    """A --set value, read as YAML (numbers, lists, booleans); falls back to the raw string."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
+    """Apply `--set a.b.c=VALUE` overrides to the llmcap section of a stack config."""
+    out = copy.deepcopy(config)
+    for item in sets:
+        if "=" not in item:
+            raise SpecError(f"--set {item!r}: expected KEY=VALUE, e.g. workload.traffic.concurrent_users=1000")
+        key, value = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise SpecError(f"--set {item!r}: empty key")
+        if parts[0] == "region":
+            out["aws:region"] = parse_value(value)
+            continue
+        top = f"{NAMESPACE}:{parts[0]}"
+        if len(parts) == 1:
+            out[top] = parse_value(value)
+            continue
+        node = out.setdefault(top, {})
+        for p in parts[1:-1]:
+            if not isinstance(node, dict):
+                raise SpecError(f"--set {item!r}: {p} is not a mapping")
+            node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise SpecError(f"--set {item!r}: parent is not a mapping")
+        node[parts[-1]] = parse_value(value)
+    return out
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of a stack file, or a SpecError naming what is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such stack file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SpecError(f"{path}: not valid YAML{where}; check indentation and quoting") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise SpecError(f"{path}: a stack file is a mapping with a `config:` key")
+    config = doc.get("config", {})
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise SpecError(f"{path}: `config:` must be a mapping")
+    return config
+
+
+def stack_from_config(name: str, config: dict[str, Any], source: str = "stack") -> Stack:
+    """Validate a stack `config:` mapping (all problems at once)."""
+    problems: list[str] = []
+    for key in config:
+        k = str(key)
+        if k.startswith(NAMESPACE + ":") and k.split(":", 1)[1] not in KNOWN_KEYS:
+            near = difflib.get_close_matches(k.split(":", 1)[1], KNOWN_KEYS, n=1)
+            hint = f"; did you mean {NAMESPACE}:{near[0]}?" if near else f"; known: {', '.join(KNOWN_KEYS)}"
+            problems.append(f"{k}: unknown key{hint}")
+    if f"{NAMESPACE}:workload" not in config:
+        problems.append(f"{NAMESPACE}:workload: missing; the stack needs a workload (model, tokens, traffic, slo)")
+        workload = None
+    else:
+        workload = _validate(WorkloadSpec, f"{NAMESPACE}:workload", config[f"{NAMESPACE}:workload"], problems)
+    hardware = _validate(HardwareSpec, f"{NAMESPACE}:hardware", config.get(f"{NAMESPACE}:hardware"), problems)
+    deployment = _validate(DeploymentOptions, f"{NAMESPACE}:deployment",
+                           config.get(f"{NAMESPACE}:deployment"), problems)
+    region = config.get("aws:region", DEFAULT_REGION)
+    if not isinstance(region, str) or not region:
+        problems.append(f"aws:region: must be a region name such as us-east-1 (got {region!r})")
+    budget = config.get(f"{NAMESPACE}:budget_usd_month")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or not math.isfinite(budget) or budget <= 0):
+        problems.append(f"{NAMESPACE}:budget_usd_month: must be a positive number of USD (got {budget!r})")
+    if problems:
+        raise SpecError(f"{source}: {len(problems)} problem(s)", problems)
+    assert workload is not None and hardware is not None and deployment is not None  # for mypy: checked above
+    return Stack(name=name, workload=workload, hardware=hardware, region=str(region),
+                 deployment=deployment, budget_usd_month=float(budget) if budget is not None else None)
+
+
+def load_stack(path: str | Path, sets: list[str] | None = None) -> Stack:
+    """Read and validate `stacks/Pulumi.<env>.yaml`, with optional `--set` overrides."""
+    p = Path(path)
+    config = read_config(p)
+    if sets:
+        config = apply_overrides(config, sets)
+    return stack_from_config(stack_name(p), config, str(p))
