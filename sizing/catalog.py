@@ -188,6 +188,7 @@ class PrecisionFormat:
     quantizes_embeddings: bool
     activation_dtype_native: str  # the tensor-core dtype when natively supported
     native_activation_archs: tuple[str, ...]
+    supported_archs: tuple[str, ...]  # GPU generations that run it at all (natively or weight-only)
     fallback_on_other_archs: str  # "weight-only" or "none" (unsupported)
     vllm_quantization: str
     source: str
@@ -352,6 +353,7 @@ class Catalog:
             scale_bits=int(r["scale_bits"] or 0), quantizes_embeddings=_yes(r["quantizes_embeddings"]),
             activation_dtype_native=r["activation_dtype_native"],
             native_activation_archs=tuple(a for a in r["native_activation_archs"].split(";") if a),
+            supported_archs=tuple(a for a in r["supported_archs"].split(";") if a),
             fallback_on_other_archs=r["fallback_on_other_archs"], vllm_quantization=r["vllm_quantization"],
             source=r["source"], as_of=r["as_of"]) for r in self._rows("precisions.csv")}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from sizing.commands import catalog_cmds, estimate, validate
+from sizing.commands import catalog_cmds, estimate, plan_cmd, validate
 
 app = typer.Typer(
     name="llmcap",
@@ -15,6 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+app.command("plan")(plan_cmd.plan)
 app.command("estimate")(estimate.estimate)
 app.command("validate")(validate.validate)
 app.command("schema")(validate.schema)

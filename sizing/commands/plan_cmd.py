@@ -1,0 +1,58 @@
+"""`llmcap plan STACK_FILE`: the cheapest deployment that meets the SLO, and what it costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sizing.commands.common import Format, console, emit_json, guarded
+
+
+def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | None = None,
+             catalog: Path | None = None):  # type: ignore[no-untyped-def]
+    """Load, validate and plan a stack file (shared by plan, render, diff, compare, preflight)."""
+    from sizing.catalog import load_catalog
+    from sizing.commands.validate import check_names
+    from sizing.errors import SpecError
+    from sizing.planner import STRATEGIES, plan_stack
+    from sizing.stack import load_stack
+
+    if strategy is not None and strategy not in STRATEGIES:
+        raise SpecError(f"--strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    stack = load_stack(stack_file, sets)
+    check_names(stack, catalog)
+    return plan_stack(stack, load_catalog(catalog), strategy)
+
+
+@guarded
+def plan(
+    stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.yaml"),
+    sets: list[str] = typer.Option([], "--set", help="override KEY=VALUE under the llmcap config, "
+                                                     "e.g. workload.traffic.concurrent_users=1000"),
+    strategy: str | None = typer.Option(None, "--strategy", help="auto|scale-up|scale-out|mixed"),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    out: Path | None = typer.Option(None, "--out", help="also write the Plan JSON here"),
+    catalog: Path | None = typer.Option(None, "--catalog", help="catalog directory (llmcap catalog refresh)"),
+    preflight: bool = typer.Option(False, "--preflight", help="check AWS quotas and offerings (warnings only)"),
+) -> None:
+    """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
+    p = plan_for(stack_file, sets, strategy, catalog)
+    if preflight:
+        from sizing.commands.aws_cmds import preflight_warnings
+
+        p.warnings.extend(preflight_warnings(p, p.region))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(p.to_json())
+    if fmt == Format.json:
+        typer.echo(p.to_json())
+    elif fmt == Format.markdown:
+        from sizing.report.plan_views import render_markdown
+
+        typer.echo(render_markdown(p))
+    else:
+        from sizing.report.plan_views import render_table
+
+        render_table(p, console())
+    _ = emit_json  # shared helper kept for symmetry with other commands

@@ -1,0 +1,299 @@
+"""Assemble the Plan from the planner's search: pools, totals, cost lines, the hosted-API
+comparison, alternatives, warnings and assumptions; and the infeasible-workload error."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sizing.candidates import Evaluated
+from sizing.catalog import Catalog, ModelArch
+from sizing.cost import (
+    HOURS_PER_MONTH,
+    api_comparison,
+    platform_lines,
+    usd_per_million_tokens,
+    usd_per_month,
+)
+from sizing.demand import Demand
+from sizing.errors import NoFeasiblePlanError
+from sizing.memory import GIB
+from sizing.mix import Mix, MixPart, best_mix
+from sizing.perf import WorkloadShape, estimate_closed_loop, estimate_open_loop
+from sizing.perf import ReplicaConfig
+from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
+from sizing.platform_defaults import number, setting
+from sizing.stack import Stack
+
+REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "unsupported-precision", "no-price",
+                "bad-parallelism", "not-offered", "fractional-gpu", "no-gpu-specs")
+
+
+def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
+    w = stack.workload
+    return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
+                         pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.engine,
+                         interconnect=ev.cand.instance.gpu_interconnect)
+
+
+def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,
+          replicas: int, redundancy_replicas: int, price: float, suffix: str = "") -> Pool:
+    ev, w, hw = part.ev, stack.workload, stack.hardware
+    c = ev.cand
+    inst = c.instance
+    instances = replicas * c.pp if c.pp > 1 else math.ceil(replicas / c.replicas_per_instance)
+    inst_max = math.ceil(instances * (1 + hw.autoscaling_headroom))
+    if c.pp > 1:
+        inst_max = math.ceil(inst_max / c.pp) * c.pp
+    replicas_max = inst_max // c.pp if c.pp > 1 else inst_max * c.replicas_per_instance
+    # planned load per replica: this pool's share of the demand over all its replicas
+    share_total = max(part.demand_share, 1e-9)
+    cfg = _cfg(model, ev, stack)
+    shape = WorkloadShape.from_spec(w)
+    if demand.mode == "closed" and demand.concurrent_users:
+        conc = demand.concurrent_users * share_total / replicas
+        at = estimate_closed_loop(cat, cfg, shape, max(int(math.ceil(conc)), 1))
+    else:
+        rate = (demand.requests_per_s or 0.0) * share_total / replicas
+        at = estimate_open_loop(cat, cfg, shape, rate)
+    eng = cat.engine(w.engine)
+    fmt = cat.precision(c.precision)
+    weights_gb = ev.fit.weights_gib * GIB / 1e9
+    load_s = weights_gb / c.pp / number("weights_load_gbs_s3")
+    return Pool(
+        name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
+        gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
+        nodes_per_replica=c.pp, replicas=replicas, replicas_for_demand=replicas - redundancy_replicas,
+        redundancy_replicas=redundancy_replicas, replicas_per_instance=c.replicas_per_instance,
+        instances_min=instances, instances_desired=instances, instances_max=inst_max, replicas_max=replicas_max,
+        precision=c.precision, purchase=purchase, usd_per_instance_hour=price, usd_per_hour=instances * price,
+        demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
+        vllm=VllmSettings(
+            model=model.hf_id, served_model_name=model.short_name, tensor_parallel_size=c.tp,
+            pipeline_parallel_size=c.pp, max_model_len=w.context_tokens,
+            max_num_seqs=max(1, min(ev.fit.max_concurrent_sequences, eng.default_max_num_seqs)),
+            max_num_batched_tokens=eng.default_max_num_batched_tokens,
+            gpu_memory_utilization=ev.fit.gpu_memory_utilization,
+            quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
+            enable_prefix_caching=True),
+        per_replica=PerReplica(
+            weights_gib_per_gpu=round(ev.fit.weights_gib_per_gpu, 3),
+            kv_cache_gib_per_gpu=round(ev.fit.kv_cache_gib_per_gpu, 3),
+            max_concurrent_sequences=ev.fit.max_concurrent_sequences,
+            goodput_output_tokens_per_s=round(ev.gp.output_tokens_per_s, 2),
+            goodput_requests_per_s=round(ev.gp.requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
+            planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
+            itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
+            bound=at.bound, weights_load_s=round(load_s, 1)),
+    )
+
+
+def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, mix: Mix,
+                        warnings: list[str]) -> list[Pool]:
+    hw = stack.hardware
+    pools: list[Pool] = []
+    for i, part in enumerate(mix.parts):
+        ev = part.ev
+        red = hw.redundancy if i == 0 else 0
+        red = min(red, part.replicas - 1) if part.replicas > 1 else 0
+        t, region = ev.cand.instance.instance_type, stack.region
+        if hw.purchase != "mixed":
+            pools.append(_pool(cat, model, stack, demand, part, hw.purchase, part.replicas, red,
+                               ev.usd_per_instance_hour))
+            continue
+        spot = cat.price(t, region, "spot")
+        od_replicas = max(1, math.ceil(part.replicas * hw.spot_on_demand_floor))
+        spot_replicas = part.replicas - od_replicas
+        pools.append(_pool(cat, model, stack, demand, part, "on-demand", od_replicas, min(red, od_replicas - 1),
+                           ev.usd_per_instance_hour, "-od"))
+        if spot_replicas > 0:
+            if spot is None:
+                warnings.append(f"no spot price for {t} in {region} in the catalog; its spot pool is priced "
+                                "at the on-demand rate")
+            pools.append(_pool(cat, model, stack, demand, part, "spot", spot_replicas, 0,
+                               spot.usd_per_hour if spot else ev.usd_per_instance_hour, "-spot"))
+    return pools
+
+
+def _alternatives(chosen_usd_h: float, chosen_key: tuple[str, str, int, int] | None, main: Any,
+                  others: dict[str, Any], strategy: str) -> list[Alternative]:
+    seen: dict[tuple[str, str], Alternative] = {}
+    searches = [main] + list(others.values())
+    for s in searches:
+        for ev in sorted(s.feasible, key=lambda e: e.usd_per_hour):
+            strat = "scale-up" if ev.cand.instance.is_p_family else "scale-out"
+            key = (strat, ev.cand.instance.gpu)
+            if key in seen:
+                continue
+            c = ev.cand
+            is_chosen = chosen_key == (c.instance.instance_type, c.precision, c.tp, c.pp)
+            delta = usd_per_month(ev.usd_per_hour - chosen_usd_h)
+            why = "chosen" if is_chosen else (
+                f"costs ${delta:,.0f}/month more (+{delta / usd_per_month(chosen_usd_h):.0%})" if delta > 0.005
+                else "same cost; the chosen plan has fewer GPUs or more headroom")
+            seen[key] = Alternative(
+                strategy=strat, gpu=c.instance.gpu, instance_type=c.instance.instance_type, precision=c.precision,
+                tensor_parallel=c.tp, feasible=True, gpus=ev.gpus, instances=ev.instances,
+                usd_per_month=round(usd_per_month(ev.usd_per_hour), 2),
+                usd_per_million_output_tokens=None, why_not_chosen=why)
+    for s in searches:
+        for gpu, (code, detail, inst, prec, tp) in _worst_reasons(s.rejections).items():
+            strat = "scale-up" if inst.startswith("p") else "scale-out"
+            if (strat, gpu) in seen:
+                continue
+            seen[(strat, gpu)] = Alternative(strategy=strat, gpu=gpu, instance_type=inst, precision=prec,
+                                             tensor_parallel=tp, feasible=False, why_not_chosen=f"{code}: {detail}")
+    return sorted(seen.values(), key=lambda a: (not a.feasible, a.usd_per_month or 0.0))
+
+
+def _worst_reasons(rejections: list[Any]) -> dict[str, tuple[str, str, str, str, int]]:
+    """Per GPU: the most informative rejection (SLO misses first, then memory, then catalog)."""
+    out: dict[str, tuple[str, str, str, str, int]] = {}
+    rank = {c: i for i, c in enumerate(REASON_ORDER)}
+    for r in rejections:
+        cur = out.get(r.gpu)
+        if cur is None or rank.get(r.reason, 99) < rank.get(cur[0], 99):
+            out[r.gpu] = (r.reason, r.detail, r.instance_type, r.precision, r.tensor_parallel)
+    return out
+
+
+def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any, others: dict[str, Any],
+               demand: Demand, scale: Any) -> Plan:
+    w, hw = stack.workload, stack.hardware
+    warnings: list[str] = []
+    best: Evaluated = main.best
+    if strategy == "mixed":
+        mix = best_mix(main.feasible, hw.redundancy)
+        assert mix is not None  # main.feasible is non-empty here
+        if len(mix.parts) == 1:
+            warnings.append("mixed: no two-pool mix is cheaper than the best single pool")
+    else:
+        mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
+    pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
+    usd_h = sum(p.usd_per_hour for p in pools)
+    usd_h_max = sum(p.instances_max * p.usd_per_instance_hour for p in pools)
+    usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)
+    capacity = sum(p.replicas * p.per_replica.goodput_output_tokens_per_s for p in pools)
+    lead = pools[0]
+    # requests/s for the API bill: given, or Little's law over the planned e2e latency
+    if demand.requests_per_s:
+        rps = demand.requests_per_s
+    else:
+        e2e_s = (lead.per_replica.ttft_ms + (w.output_tokens.mean - 1) * lead.per_replica.itl_ms) / 1000.0
+        rps = (demand.concurrent_users or 0) / max(e2e_s, 1e-6)
+    in_tps = rps * w.prompt_tokens.mean * (1 - 0.0)
+    out_tps = demand.output_tokens_per_s
+    weights_gib = sum(p.per_replica.weights_gib_per_gpu * p.tensor_parallel * p.pipeline_parallel
+                      for p in pools[:1])
+    root_gib_each = number("vllm_image_gib") + weights_gib / max(lead.pipeline_parallel, 1) + number(
+        "root_volume_margin_gib")
+    system_type = getattr(stack.deployment, "system_node_instance_type", None) or setting("system_node_instance_type")
+    plat = platform_lines(cat, stack.region, weights_gib, root_gib_each * sum(p.instances_desired for p in pools),
+                          system_type, int(number("system_node_count")), int(number("nat_gateways")))
+    plat_month = sum(line.usd_per_month or 0.0 for line in plat)
+    for line in plat:
+        if line.usd_per_month is None:
+            warnings.append(f"{line.name}: not priced (no catalog price in {stack.region}); all-in cost excludes it")
+    gpu_lines = [_gpu_line(p) for p in pools]
+    month = usd_per_month(usd_h)
+    apis, api_note = api_comparison(cat, model.hf_id, model.params_active_b, model.params_total_b, in_tps, out_tps,
+                                    month + plat_month)
+    if api_note:
+        warnings.append(api_note)
+    totals = Totals(
+        gpus=sum(p.instances_desired * p.gpus_per_instance for p in pools),
+        instances=sum(p.instances_desired for p in pools), usd_per_hour=round(usd_h, 4),
+        usd_per_month=round(month, 2), usd_per_month_min=round(usd_per_month(usd_h_min), 2),
+        usd_per_month_max=round(usd_per_month(usd_h_max), 2), platform_usd_per_month=round(plat_month, 2),
+        all_in_usd_per_month=round(month + plat_month, 2),
+        usd_per_million_output_tokens=round(usd_per_million_tokens(usd_h, out_tps), 4),
+        usd_per_million_output_tokens_at_capacity=round(usd_per_million_tokens(usd_h, capacity), 4),
+        all_in_usd_per_million_output_tokens=round(
+            usd_per_million_tokens(usd_h + plat_month / HOURS_PER_MONTH, out_tps), 4),
+        utilization=round(out_tps / capacity, 4) if capacity else 0.0,
+        demand_output_tokens_per_s=round(out_tps, 2), capacity_output_tokens_per_s=round(capacity, 2))
+    for p in pools:
+        if p.precision in ("int4-awq", "int4-gptq", "int8", "fp4"):
+            warnings.append(f"{p.name}: {p.precision} needs a pre-quantized checkpoint of {model.hf_id}; set "
+                            "llmcap:workload.model to it before `pulumi up` (vLLM --quantization "
+                            f"{p.vllm.quantization})")
+        if p.nodes_per_replica > 1:
+            warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel over "
+                            "the network); deployed as a LeaderWorkerSet")
+    assumptions = [
+        f"demand: {demand.formula}",
+        "replicas = ceil(demand ÷ goodput per replica at the SLO) + redundancy "
+        f"({hw.redundancy}); concurrent users also bound replicas by the SLO-meeting concurrency",
+        f"$/month = $/hour × {HOURS_PER_MONTH:g} h; $/1M tokens = $/hour ÷ (output tokens/s × 3,600) × 1e6",
+        f"engine: {w.engine}; performance model calibrated on published measurements (sizing/data/perf_calibration.*)",
+        *cat.as_of_lines(),
+    ]
+    if scale is not None:
+        note = scale(lead.gpu, w.engine, model.hf_id)
+        if note:
+            assumptions.append(f"calibration overlay: {note[1]}")
+    if cat.overridden:
+        assumptions.append(f"catalog overrides from {cat.directory}: {', '.join(cat.overridden)}")
+    chosen_key = (best.cand.instance.instance_type, best.cand.precision, best.cand.tp, best.cand.pp)
+    return Plan(
+        stack=stack.name, region=stack.region, model=model.hf_id, strategy=strategy, purchase=hw.purchase,
+        workload=w.model_dump(mode="json"), hardware=hw.model_dump(mode="json"),
+        demand={**demand.as_dict(), "requests_per_s_planned": round(rps, 4),
+                "input_tokens_per_s": round(in_tps, 2)},
+        pools=pools, totals=totals, cost_lines=gpu_lines + plat, api_comparison=apis,
+        alternatives=_alternatives(best.usd_per_hour, chosen_key, main, others, strategy),
+        rejections=main.rejections, warnings=warnings, assumptions=assumptions)
+
+
+def _gpu_line(p: Pool) -> Any:
+    from sizing.plan import CostLine
+
+    return CostLine(name=f"GPU instances ({p.purchase}, {p.instance_type})", quantity=p.instances_desired,
+                    unit="instances", usd_per_month=round(usd_per_month(p.usd_per_hour), 2),
+                    source="prices.csv")
+
+
+def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any,
+                     demand: Demand) -> NoFeasiblePlanError:
+    """Why nothing is feasible (per GPU type) and what would make it feasible."""
+    from sizing.planner import search
+
+    reasons = _worst_reasons(main.rejections)
+    problems = [f"{gpu}: {code}: {detail}" for gpu, (code, detail, _i, _p, _t) in sorted(reasons.items())]
+    if not problems:
+        problems = ["no instance type is allowed by the hardware section in this region"]
+    w, hw = stack.workload, stack.hardware
+    suggestions: list[str] = []
+
+    def cheapest(w2: Any, hw2: Any, strat: str) -> Evaluated | None:
+        return search(cat, model, w2, hw2, stack.region, strat, demand).best
+
+    more = [p for p in ("fp8", "int4-awq") if p not in w.precisions]
+    if more:
+        w2 = w.model_copy(update={"precision": w.precisions + more})
+        ev = cheapest(w2, hw, strategy)
+        if ev:
+            suggestions.append(f"allow precision {ev.cand.precision} (quantization): {ev.cand.label()}, "
+                               f"${usd_per_month(ev.usd_per_hour):,.0f}/month")
+    for factor in (1.5, 2, 3, 4, 8):
+        itl = w.slo.itl_p95_ms * factor
+        w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"itl_p95_ms": itl, "ttft_p95_ms": max(
+            w.slo.ttft_p95_ms, w.slo.ttft_p95_ms * factor / 2)})})
+        ev = cheapest(w2, hw, strategy)
+        if ev:
+            suggestions.append(f"relax the SLO to ITL p95 {itl:g} ms (TTFT p95 {w2.slo.ttft_p95_ms:g} ms): "
+                               f"{ev.cand.label()}, ${usd_per_month(ev.usd_per_hour):,.0f}/month")
+            break
+    if hw.gpus or hw.instance_types or strategy != "auto":
+        hw2 = hw.model_copy(update={"gpus": None, "instance_types": None})
+        ev = cheapest(w, hw2, "auto")
+        if ev:
+            suggestions.append(f"allow a bigger GPU: {ev.cand.instance.gpu} ({ev.cand.label()}), "
+                               f"${usd_per_month(ev.usd_per_hour):,.0f}/month")
+    if not suggestions:
+        suggestions.append("use a smaller model, shorter prompts/outputs, or a looser SLO")
+    err = NoFeasiblePlanError(
+        f"no feasible plan for {model.hf_id} in {stack.region} ({strategy})",
+        [f"no deployment of {model.hf_id} meets the workload in {stack.region} (strategy {strategy}):"] + problems,
+        rejections=[r.model_dump() for r in main.rejections], suggestions=suggestions)
+    return err
