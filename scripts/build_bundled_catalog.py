@@ -94,11 +94,14 @@ def build_offerings(types: list[str]) -> None:
     rows = []
     for f in sorted(base.glob("*.json.gz")):
         region = f.name.removesuffix(".json.gz")
-        for o in json.load(gzip.open(f)):
+        with gzip.open(f) as fh:
+            offers = json.load(fh)
+        src = f"moto {moto.__version__} ec2/resources/instance_type_offerings/availability-zone-id/{f.name}"
+        for o in offers:
             if o["InstanceType"] in wanted:
                 rows.append({
                     "instance_type": o["InstanceType"], "region": region, "availability_zone_id": o["Location"],
-                    "source": f"moto {moto.__version__} ec2/resources/instance_type_offerings/availability-zone-id/{f.name}",
+                    "source": src,
                     "as_of": date.today().isoformat(),
                 })
     rows.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone_id"]))

@@ -8,8 +8,8 @@ bad-parallelism, does-not-fit, misses-itl, misses-ttft.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 
 from sizing.catalog import Catalog, Instance, ModelArch
 from sizing.demand import Demand
@@ -19,6 +19,7 @@ from sizing.plan import Rejection
 from sizing.spec import HardwareSpec, WorkloadSpec
 
 MAX_NODES_PER_REPLICA = 4  # pipeline stages across nodes the planner will consider
+GoodputFn = Callable[..., Goodput]  # sizing.perf.goodput, or a memoised wrapper of it (sweeps)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,28 @@ class Evaluated:
     @property
     def gpus(self) -> int:
         return self.instances * self.cand.instance.whole_gpus
+
+
+def size_replicas(demand_output_tokens_per_s: float, goodput_output_tokens_per_s_per_replica: float,
+                  redundancy: int, concurrent_users: int | None = None,
+                  goodput_concurrency_per_replica: float | None = None) -> tuple[int, int]:
+    """(replicas for the demand, replicas planned) = ceil(demand ÷ goodput per replica) + redundancy.
+
+    With concurrent users, a replica also holds at most the concurrency at which it meets the
+    SLO, so replicas for the demand ≥ ceil(users ÷ that concurrency). At least one replica.
+    """
+    need = math.ceil(demand_output_tokens_per_s / goodput_output_tokens_per_s_per_replica - 1e-9)
+    if concurrent_users and goodput_concurrency_per_replica:
+        need = max(need, math.ceil(concurrent_users / goodput_concurrency_per_replica - 1e-9))
+    need = max(need, 1)
+    return need, need + redundancy
+
+
+def instances_for(cand: Candidate, replicas: int) -> int:
+    """Instances that hold `replicas`: packed replicas_per_instance to a node, or pp nodes each."""
+    if cand.pp > 1:
+        return replicas * cand.pp
+    return math.ceil(replicas / cand.replicas_per_instance)
 
 
 def strategy_allows(strategy: str, inst: Instance) -> bool:
@@ -132,8 +155,10 @@ def precision_supported(cat: Catalog, gpu: str, precision: str) -> str | None:
 
 def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, region: str, purchase: str,
              demand: Demand, cand: Candidate, rejections: list[Rejection],
-             goodput_scale: float = 1.0) -> Evaluated | None:
-    """Size one candidate for the demand, or record why it is rejected (None)."""
+             goodput_scale: float = 1.0, goodput_fn: GoodputFn = goodput) -> Evaluated | None:
+    """Size one candidate for the demand, or record why it is rejected (None).
+
+    `goodput_fn`: sizing.perf.goodput, or a memoised wrapper of it (sweeps); same result."""
     inst = cand.instance
 
     def reject(code: str, detail: str) -> None:
@@ -161,7 +186,7 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
     cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
                         kv_cache_dtype=w.kv_cache_dtype, engine=w.engine, interconnect=inst.gpu_interconnect)
     shape = WorkloadShape.from_spec(w)
-    gp = goodput(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode)
+    gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode)
     if not gp.feasible:
         reject(gp.reason_code or "misses-itl", gp.reason)
         return None
@@ -170,15 +195,22 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
     if tokens <= 0 or conc <= 0:
         reject("misses-itl", "no load meets the SLO")
         return None
-    need = math.ceil(demand.output_tokens_per_s / tokens - 1e-9)
-    if demand.mode == "closed" and demand.concurrent_users:
-        need = max(need, math.ceil(demand.concurrent_users / conc - 1e-9))
-    need = max(need, 1)
-    replicas = need + hw.redundancy
-    if cand.pp > 1:
-        instances = replicas * cand.pp
-    else:
-        instances = math.ceil(replicas / cand.replicas_per_instance)
+    need, replicas = size_replicas(demand.output_tokens_per_s, tokens, hw.redundancy,
+                                   demand.concurrent_users if demand.mode == "closed" else None, conc)
+    instances = instances_for(cand, replicas)
     return Evaluated(cand=cand, fit=fit, gp=gp, usd_per_instance_hour=price.usd_per_hour,
                      price_source=f"{price.source} ({price.as_of})", replicas_for_demand=need, replicas=replicas,
                      instances=instances, usd_per_hour=instances * price.usd_per_hour)
+
+
+def resize(ev: Evaluated, demand: Demand, redundancy: int, goodput_scale: float = 1.0) -> Evaluated:
+    """The same feasible candidate sized for another demand of the same mode and request shape.
+
+    Goodput per replica does not depend on how much demand there is, so a users or rate sweep
+    evaluates each candidate once and re-sizes it per point; agrees with `evaluate` (tested)."""
+    need, replicas = size_replicas(demand.output_tokens_per_s, ev.gp.output_tokens_per_s * goodput_scale,
+                                   redundancy, demand.concurrent_users if demand.mode == "closed" else None,
+                                   ev.gp.concurrency * goodput_scale)
+    instances = instances_for(ev.cand, replicas)
+    return replace(ev, replicas_for_demand=need, replicas=replicas, instances=instances,
+                   usd_per_hour=instances * ev.usd_per_instance_hour)

@@ -258,8 +258,9 @@ def _model_from_row(r: dict[str, str]) -> ModelArch:
 
 
 def _suggest(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=3, cutoff=0.5)
     by_lower = {c.lower(): c for c in choices}
+    prefix = [c for c in by_lower if c.startswith(name.lower())]
+    close = prefix[:3] or difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.5)
     if close:
         return " (did you mean " + " or ".join(by_lower[c] for c in close) + "?)"
     return ""

@@ -10,14 +10,12 @@ keeps its reason. Strategies:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sizing.candidates import Evaluated, enumerate_candidates, evaluate
 from sizing.catalog import Catalog, ModelArch, load_catalog
 from sizing.demand import Demand, demand_of
-from sizing.errors import NoFeasiblePlanError
 from sizing.plan import Plan, Rejection
 from sizing.spec import HardwareSpec, WorkloadSpec
 from sizing.stack import Stack
@@ -94,7 +92,3 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 def _strategy_of(e: Evaluated) -> str:
     return "scale-up" if e.cand.instance.is_p_family else "scale-out"
 
-
-def replicas_for(demand_tokens_per_s: float, goodput_tokens_per_s_per_replica: float, redundancy: int) -> int:
-    """The worked formula: ceil(demand ÷ goodput per replica) + redundancy."""
-    return math.ceil(demand_tokens_per_s / goodput_tokens_per_s_per_replica - 1e-9) + redundancy

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from sizing.commands.common import Format, console, emit_json, guarded
+from sizing.commands.common import Format, console, guarded
+
+if TYPE_CHECKING:
+    from sizing.plan import Plan
 
 
 def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | None = None,
-             catalog: Path | None = None):  # type: ignore[no-untyped-def]
+             catalog: Path | None = None) -> Plan:
     """Load, validate and plan a stack file (shared by plan, render, diff, compare, preflight)."""
     from sizing.catalog import load_catalog
     from sizing.commands.validate import check_names
@@ -55,4 +59,3 @@ def plan(
         from sizing.report.plan_views import render_table
 
         render_table(p, console())
-    _ = emit_json  # shared helper kept for symmetry with other commands
