@@ -72,12 +72,26 @@ def model_from_config_file(path: Path) -> ModelArch:
     return model_from_config(c, c.get("_name_or_path") or path.parent.name or path.stem, f"config file {path}")
 
 
+def _check_hub_reachable(timeout_s: float = 3.0) -> None:
+    """Fail in seconds, not after the hub client's retries, when offline (or HF_HUB_OFFLINE=1)."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        raise ConnectionError("HF_HUB_OFFLINE is set")
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    with socket.create_connection((host, 443), timeout=timeout_s):
+        pass
+
+
 def model_from_hub(repo_id: str, known: list[str]) -> ModelArch:
     """Fetch `config.json` from the Hugging Face hub (needs network; gated models need HF_TOKEN)."""
     try:
+        _check_hub_reachable()
         from huggingface_hub import hf_hub_download
 
-        path = hf_hub_download(repo_id, "config.json")
+        path = hf_hub_download(repo_id, "config.json", etag_timeout=5)
     except Exception as e:  # offline, gated, or missing: one clear line either way
         raise CatalogLookupError(
             f"model {repo_id!r} is not in the catalog and its config.json could not be fetched from the "

@@ -4,6 +4,7 @@ comparison, alternatives, warnings and assumptions; and the infeasible-workload 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from sizing.candidates import Evaluated
@@ -19,8 +20,7 @@ from sizing.demand import Demand
 from sizing.errors import NoFeasiblePlanError
 from sizing.memory import GIB
 from sizing.mix import Mix, MixPart, best_mix
-from sizing.perf import WorkloadShape, estimate_closed_loop, estimate_open_loop
-from sizing.perf import ReplicaConfig
+from sizing.perf import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
 from sizing.platform_defaults import number, setting
 from sizing.stack import Stack
@@ -104,13 +104,15 @@ def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: De
         spot = cat.price(t, region, "spot")
         od_replicas = max(1, math.ceil(part.replicas * hw.spot_on_demand_floor))
         spot_replicas = part.replicas - od_replicas
-        pools.append(_pool(cat, model, stack, demand, part, "on-demand", od_replicas, min(red, od_replicas - 1),
-                           ev.usd_per_instance_hour, "-od"))
+        od_part = replace(part, demand_share=part.demand_share * od_replicas / part.replicas)
+        pools.append(_pool(cat, model, stack, demand, od_part, "on-demand", od_replicas,
+                           min(red, od_replicas - 1), ev.usd_per_instance_hour, "-od"))
         if spot_replicas > 0:
             if spot is None:
                 warnings.append(f"no spot price for {t} in {region} in the catalog; its spot pool is priced "
                                 "at the on-demand rate")
-            pools.append(_pool(cat, model, stack, demand, part, "spot", spot_replicas, 0,
+            spot_part = replace(part, demand_share=part.demand_share * spot_replicas / part.replicas)
+            pools.append(_pool(cat, model, stack, demand, spot_part, "spot", spot_replicas, 0,
                                spot.usd_per_hour if spot else ev.usd_per_instance_hour, "-spot"))
     return pools
 
