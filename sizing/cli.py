@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from sizing.commands import catalog_cmds, estimate, plan_cmd, validate
+from sizing.commands import aws_cmds, catalog_cmds, estimate, plan_cmd, validate
 
 app = typer.Typer(
     name="llmcap",
@@ -22,6 +22,8 @@ app.command("schema")(validate.schema)
 app.command("models")(catalog_cmds.models)
 app.command("gpus")(catalog_cmds.gpus)
 app.command("instances")(catalog_cmds.instances)
+app.command("preflight")(aws_cmds.preflight)
+app.add_typer(aws_cmds.catalog_app, name="catalog")
 
 
 def main() -> None:
