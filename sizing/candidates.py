@@ -59,6 +59,16 @@ class Evaluated:
     replicas: int
     instances: int
     usd_per_hour: float
+    goodput_scale: float = 1.0  # measured ÷ predicted, from the user's calibration overlay
+
+    @property
+    def goodput_output_tokens_per_s(self) -> float:
+        """Goodput per replica at the SLO (tokens/s), calibrated by the overlay when there is one."""
+        return self.gp.output_tokens_per_s * self.goodput_scale
+
+    @property
+    def goodput_requests_per_s(self) -> float:
+        return self.gp.requests_per_s * self.goodput_scale
 
     @property
     def gpus(self) -> int:
@@ -200,7 +210,8 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
     instances = instances_for(cand, replicas)
     return Evaluated(cand=cand, fit=fit, gp=gp, usd_per_instance_hour=price.usd_per_hour,
                      price_source=f"{price.source} ({price.as_of})", replicas_for_demand=need, replicas=replicas,
-                     instances=instances, usd_per_hour=instances * price.usd_per_hour)
+                     instances=instances, usd_per_hour=instances * price.usd_per_hour,
+                     goodput_scale=goodput_scale)
 
 
 def resize(ev: Evaluated, demand: Demand, redundancy: int, goodput_scale: float = 1.0) -> Evaluated:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from sizing.commands import aws_cmds, catalog_cmds, estimate, plan_cmd, validate
+from sizing.commands import aws_cmds, bench_cmds, catalog_cmds, estimate, plan_cmd, validate
 
 app = typer.Typer(
     name="llmcap",
@@ -23,6 +23,9 @@ app.command("models")(catalog_cmds.models)
 app.command("gpus")(catalog_cmds.gpus)
 app.command("instances")(catalog_cmds.instances)
 app.command("preflight")(aws_cmds.preflight)
+app.command("bench")(bench_cmds.bench)
+app.command("verify")(bench_cmds.verify)
+app.command("calibrate")(bench_cmds.calibrate)
 app.add_typer(aws_cmds.catalog_app, name="catalog")
 
 

@@ -1,0 +1,76 @@
+"""The results file `llmcap bench --out` writes and `verify` / `calibrate` read (versioned JSON)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sizing.bench.metrics import RunMetrics
+from sizing.errors import SpecError
+from sizing.plan import Plan
+
+RESULTS_SCHEMA_VERSION = 1
+
+
+class BenchResults(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = RESULTS_SCHEMA_VERSION
+    kind: str = "llmcap-bench"
+    endpoint: str
+    served_model: str
+    api: str  # completions | chat
+    stack: str
+    started_at: str  # ISO 8601, UTC
+    seed: int
+    demand_share: float = 1.0  # share of the plan's demand this endpoint carries
+    replicas_under_test: float | None = None  # replicas behind the endpoint (calibrate divides by it)
+    workload: dict[str, Any]  # the stack's validated WorkloadSpec
+    runs: list[RunMetrics]
+    plan: Plan | None = None  # the plan the deployment follows, when known (verify and calibrate use it)
+    notes: list[str] = Field(default_factory=list)
+
+    def planned_run(self) -> RunMetrics:
+        """The run verify judges: the one at the planned load, else the highest load."""
+        for r in self.runs:
+            if r.planned:
+                return r
+        return max(self.runs, key=lambda r: r.load)
+
+
+def load_results(path: str | Path) -> BenchResults:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such results file; write one with llmcap bench ... --out {p}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    try:
+        res = BenchResults.model_validate_json(text)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        raise SpecError(f"{p}: not an llmcap bench results file ({where}: {first['msg']})") from None
+    if res.schema_version != RESULTS_SCHEMA_VERSION:
+        raise SpecError(f"{p}: results schema_version {res.schema_version}; this llmcap reads "
+                        f"{RESULTS_SCHEMA_VERSION}")
+    if not res.runs:
+        raise SpecError(f"{p}: holds no runs")
+    return res
+
+
+def load_plan_file(path: str | Path) -> Plan:
+    p = Path(path)
+    try:
+        return Plan.from_json(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such plan file; write one with llmcap plan --format json") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise SpecError(f"{p}: not a plan JSON file ({'.'.join(str(x) for x in first['loc'])}: "
+                        f"{first['msg']})") from None

@@ -1,0 +1,131 @@
+"""The local calibration overlay: measured corrections, per (GPU, engine, model), that later plans
+apply on top of the bundled calibration. `llmcap calibrate` writes it; the planner reads it with
+`load_overlay().goodput_scale(gpu, engine, model)` and puts the returned note in Plan.assumptions.
+
+Location: $LLMCAP_CALIBRATION_OVERLAY, else $XDG_CONFIG_HOME/llmcap/calibration_overlay.json, else
+~/.config/llmcap/calibration_overlay.json. A missing file is an empty overlay; a corrupt one is an
+error (a silently dropped correction would under-size the next plan). The bundled data files under
+sizing/data are never written. Imports only pydantic and the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sizing.errors import SpecError
+
+OVERLAY_SCHEMA_VERSION = 1
+ENV_VAR = "LLMCAP_CALIBRATION_OVERLAY"
+# The note starts with this; `applied_goodput_scale` reads the scale back from a plan's assumptions
+# (the planner writes it as "calibration overlay: <note>").
+NOTE_PREFIX = "goodput × "
+
+
+def overlay_path() -> Path:
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "llmcap" / "calibration_overlay.json"
+
+
+class OverlayEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str
+    engine: str
+    model: str  # Hugging Face id, as in Plan.model
+    goodput_scale: float = Field(gt=0, le=100, allow_inf_nan=False)  # measured / predicted goodput per replica
+    itl_p95_scale: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # measured / predicted
+    ttft_p95_scale: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    lower_bound: bool = False  # the sweep never left the SLO: true goodput is at least this
+    measured_goodput_output_tokens_per_s_per_replica: float
+    predicted_goodput_output_tokens_per_s_per_replica: float  # the bundled model's figure, no overlay
+    precision: str = ""
+    tensor_parallel: int = 0
+    endpoint: str = ""
+    source: str = ""  # the results file
+    measured_at: str = ""  # ISO 8601
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.gpu.lower(), self.engine.lower(), self.model.lower())
+
+
+class Overlay(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = OVERLAY_SCHEMA_VERSION
+    entries: list[OverlayEntry] = Field(default_factory=list)
+    path: str = Field(default="", exclude=True)
+
+    def entry(self, gpu: str, engine: str, model: str) -> OverlayEntry | None:
+        k = (gpu.lower(), engine.lower(), model.lower())
+        return next((e for e in self.entries if e.key() == k), None)
+
+    def goodput_scale(self, gpu: str, engine: str, model: str) -> tuple[float, str] | None:
+        """The factor to multiply predicted goodput per replica by, and the note for Plan.assumptions."""
+        e = self.entry(gpu, engine, model)
+        if e is None:
+            return None
+        bound = " (a lower bound: the bench never reached the SLO limit)" if e.lower_bound else ""
+        note = (f"{NOTE_PREFIX}{e.goodput_scale:.3f} for {e.gpu}/{e.engine}/{e.model} from {self.path or 'overlay'}:"
+                f" measured {e.measured_goodput_output_tokens_per_s_per_replica:,.0f} vs predicted "
+                f"{e.predicted_goodput_output_tokens_per_s_per_replica:,.0f} output tokens/s per replica"
+                f"{' at ' + e.endpoint if e.endpoint else ''}{' on ' + e.measured_at[:10] if e.measured_at else ''}"
+                f"{bound}")
+        return e.goodput_scale, note
+
+    def upsert(self, entry: OverlayEntry) -> None:
+        self.entries = [e for e in self.entries if e.key() != entry.key()] + [entry]
+
+    def save(self, path: Path | None = None) -> Path:
+        if path is not None:
+            p = path
+        else:
+            p = Path(self.path) if self.path else overlay_path()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(p.suffix + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(p)
+        self.path = str(p)
+        return p
+
+
+def load_overlay(path: str | Path | None = None) -> Overlay:
+    """The overlay at `path` (default: overlay_path()); empty when the file does not exist."""
+    p = Path(path) if path is not None else overlay_path()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Overlay(path=str(p))
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{p}: cannot read the calibration overlay ({e.__class__.__name__}); fix or delete it") \
+            from None
+    try:
+        ov = Overlay.model_validate_json(text)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise SpecError(f"{p}: not a calibration overlay ({'.'.join(str(x) for x in first['loc'])}: "
+                        f"{first['msg']}); fix or delete it, or set ${ENV_VAR}") from None
+    if ov.schema_version != OVERLAY_SCHEMA_VERSION:
+        raise SpecError(f"{p}: overlay schema_version {ov.schema_version}; this llmcap reads {OVERLAY_SCHEMA_VERSION}")
+    ov.path = str(p)
+    return ov
+
+
+_APPLIED = re.compile(re.escape(NOTE_PREFIX) + r"([0-9.]+) for (\S+/\S+/\S+) from ")
+
+
+def applied_goodput_scale(assumptions: list[str], gpu: str, engine: str, model: str) -> float:
+    """The overlay scale a plan already applied to this (gpu, engine, model), from its assumptions; 1.0 if none.
+
+    calibrate divides it out so a second calibration does not compound the first."""
+    want = f"{gpu}/{engine}/{model}".lower()
+    for a in assumptions:
+        m = _APPLIED.search(a)
+        if m and "calibration overlay" in a and m.group(2).lower() == want:
+            return float(m.group(1))
+    return 1.0

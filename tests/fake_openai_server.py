@@ -1,0 +1,168 @@
+"""A tiny OpenAI-compatible streaming server for the bench tests: asyncio.start_server speaking
+HTTP/1.1 with server-sent events, on 127.0.0.1 and a free port, in a child process (so the client's
+event loop and the server's do not share a GIL: the measured latencies are the injected ones).
+`GET /_stats` returns what it received; `requests` and `bodies` read it.
+
+Latencies are injected: `ttft_s` before the first chunk, `itl_s` between chunks, one chunk per token,
+`max_tokens` tokens (ignore_eos semantics). Every `error_every`-th request answers HTTP 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import queue
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+
+@dataclass
+class FakeServerConfig:
+    ttft_s: float = 0.05
+    itl_s: float = 0.01
+    error_every: int = 0  # 0: never fail; 4: every 4th request answers 500
+    model: str = "fake-model"
+    api_key: str | None = None
+    send_usage: bool = True
+
+
+def _serve(cfg: FakeServerConfig, port_q: Any) -> None:
+    state = _State(cfg)
+
+    async def main() -> None:
+        server = await asyncio.start_server(state.handle, "127.0.0.1", 0)
+        port_q.put(server.sockets[0].getsockname()[1])
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+@dataclass
+class FakeServer:
+    config: FakeServerConfig
+    port: int = 0
+    _proc: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeServer:
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads
+        q = ctx.Queue()
+        self._proc = ctx.Process(target=_serve, args=(self.config, q), daemon=True)
+        self._proc.start()
+        deadline = time.monotonic() + 60  # a loaded CI machine can take long to start Python
+        while time.monotonic() < deadline:
+            try:
+                self.port = int(q.get(timeout=0.2))
+                return self
+            except queue.Empty:
+                if not self._proc.is_alive():
+                    raise RuntimeError(f"fake server exited with code {self._proc.exitcode}") from None
+        self.stop()
+        raise RuntimeError("fake server did not start within 60 s")
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.join(5)
+
+    def _stats(self) -> dict[str, Any]:
+        return dict(httpx.get(f"{self.url}/_stats", timeout=5).json())
+
+    @property
+    def requests(self) -> int:
+        return int(self._stats()["requests"])
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return list(self._stats()["bodies"])
+
+
+@dataclass
+class _State:
+    config: FakeServerConfig
+    requests: int = 0
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._handle(reader, writer)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            lines = head.decode("latin-1").split("\r\n")
+            method, path, _ = lines[0].split(" ", 2)
+            headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            await self._route(method, path, headers, body, writer)
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, ValueError):
+            pass
+        finally:
+            try:
+                writer.close()
+                await writer.wait_closed()
+            except ConnectionError:
+                pass
+
+    async def _send(self, writer: asyncio.StreamWriter, status: str, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + data)
+        await writer.drain()
+
+    async def _route(self, method: str, path: str, headers: dict[str, str], body: bytes,
+                     writer: asyncio.StreamWriter) -> None:
+        cfg = self.config
+        if cfg.api_key and headers.get("authorization") != f"Bearer {cfg.api_key}":
+            await self._send(writer, "401 Unauthorized", {"error": {"message": "bad key"}})
+            return
+        if method == "GET" and path == "/_stats":
+            await self._send(writer, "200 OK", {"requests": self.requests, "bodies": self.bodies})
+            return
+        if method == "GET" and path == "/v1/models":
+            await self._send(writer, "200 OK", {"object": "list", "data": [{"id": cfg.model, "object": "model"}]})
+            return
+        if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
+            await self._send(writer, "404 Not Found", {"error": {"message": f"no route {path}"}})
+            return
+        self.requests += 1
+        n = self.requests
+        req = json.loads(body)
+        self.bodies.append(req)
+        if cfg.error_every and n % cfg.error_every == 0:
+            await self._send(writer, "500 Internal Server Error", {"error": {"message": "injected failure"}})
+            return
+        if req.get("model") != cfg.model:  # as vLLM does
+            await self._send(writer, "404 Not Found", {"error": {"message": f"model {req.get('model')} not found"}})
+            return
+        chat = path.endswith("chat/completions")
+        prompt = req["messages"][0]["content"] if chat else req["prompt"]
+        max_tokens = int(req["max_tokens"])
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+                     b"Connection: close\r\n\r\n")
+
+        async def event(obj: Any) -> None:
+            data = b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+
+        await asyncio.sleep(cfg.ttft_s)
+        for i in range(max_tokens):
+            if i:
+                await asyncio.sleep(cfg.itl_s)
+            choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+            await event({"id": f"r{n}", "object": "text_completion", "choices": [choice]})
+        if cfg.send_usage:
+            await event({"id": f"r{n}", "choices": [], "usage": {
+                "prompt_tokens": len(prompt.split()), "completion_tokens": max_tokens,
+                "total_tokens": len(prompt.split()) + max_tokens}})
+        await event(b"[DONE]")
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
