@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +59,20 @@ def print_table(fig: dict[str, Any]) -> None:
     for k, v in fig.items():
         if k in ("model", "gpu", "precision"):
             continue
+        if k in ("why", "goodput_reason"):
+            continue
         t.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
     console().print(t)
+    if fig.get("why"):
+        console().print(f"bound: {fig['bound']}: {fig['why']}")
+    if fig.get("goodput_reason"):
+        console().print(f"goodput: {fig['goodput_reason']}")
 
 
 @guarded
 def estimate(
-    model: str = typer.Option(..., "--model", help="catalog name, HF id, or path to a config.json"),
-    gpu: str = typer.Option(..., "--gpu", help="GPU name, e.g. L4, A100-80GB, H100-SXM"),
+    model: str | None = typer.Option(None, "--model", help="catalog name, HF id, or path to a config.json"),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU name, e.g. L4, A100-80GB, H100-SXM"),
     tp: int = typer.Option(1, "--tp", help="tensor-parallel GPUs per replica"),
     pp: int = typer.Option(1, "--pp", help="pipeline-parallel stages per replica"),
     precision: str = typer.Option("bf16", "--precision", help="bf16|fp16|fp8|int8|int4-awq|int4-gptq|fp4"),
@@ -74,10 +81,30 @@ def estimate(
     output_tokens: int = typer.Option(256, "--output-tokens"),
     fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     catalog: Path | None = typer.Option(None, "--catalog"),
+    engine: str = typer.Option("vllm", "--engine",
+                               help="vllm|sglang|tensorrt-llm (each has its own fitted efficiency)"),
+    concurrency: str | None = typer.Option(None, "--concurrency",
+                                           help="requests in flight (closed loop), or 'max' for the largest batch"),
+    rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate, requests/s (open loop)"),
+    ttft_p95_ms: float | None = typer.Option(None, "--ttft-p95-ms", help="TTFT p95 target, ms (goodput)"),
+    itl_p95_ms: float | None = typer.Option(None, "--itl-p95-ms", help="ITL p95 target, ms (goodput)"),
+    batch: Path | None = typer.Option(None, "--batch",
+                                      help="JSONL file, one query per line; prints one JSON line each"),
 ) -> None:
-    """Memory figures for one replica: weights, KV cache per token, KV available, max sequences."""
+    """Memory and load figures for one replica: weights, KV cache, max sequences, throughput, TTFT and
+    ITL at a load, goodput at an SLO, and which bound dominates."""
+    from sizing.commands.estimate_perf import batch_lines, perf_figures
+
+    if batch is not None:
+        for row in batch_lines(batch, catalog):
+            typer.echo(json.dumps(row))
+        return
+    if model is None or gpu is None:
+        raise SpecError("--model and --gpu are required (or --batch FILE.jsonl)")
     fig = memory_figures(model, gpu, tp, pp, precision, kv_cache_dtype, prompt_tokens, output_tokens,
-                         catalog=catalog)
+                         engine=engine, catalog=catalog)
+    fig.update(perf_figures(load_catalog(catalog), model, gpu, tp, pp, precision, kv_cache_dtype, engine,
+                            prompt_tokens, output_tokens, concurrency, rate, ttft_p95_ms, itl_p95_ms))
     if fmt == TableOrJson.json:
         emit_json(fig)
     else:

@@ -1,0 +1,88 @@
+"""Goodput: the largest load on one replica that meets both p95 targets and the memory limit.
+
+Owns the search over load (bisection on concurrency or arrival rate) and the one-line reason when
+no load qualifies. Must not import pulumi, boto3 or the planner. Latencies in ms; throughput in
+output tokens/s per replica.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sizing.catalog import Catalog
+from sizing.perf import (
+    Goodput,
+    LoadEstimate,
+    ReplicaConfig,
+    WorkloadShape,
+    _ctx,
+    estimate_closed_loop,
+    estimate_open_loop,
+)
+
+
+def _meets(e: LoadEstimate, ttft_p95_ms: float, itl_p95_ms: float) -> bool:
+    return e.stable and e.ttft_p95_ms <= ttft_p95_ms and e.itl_p95_ms <= itl_p95_ms
+
+
+def _why_not(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, e: LoadEstimate,
+             ttft_p95_ms: float, itl_p95_ms: float) -> tuple[str, str]:
+    c = _ctx(catalog, cfg, shape)
+    if e.itl_p95_ms > itl_p95_ms:
+        floor_ms = c.sm.step_s(1.0, c.ctx_decode) * 1e3
+        return "misses-itl", (
+            f"misses ITL: decode-step floor {floor_ms:.0f} ms (reading {c.sm.weight_gib_per_gpu:.1f} GiB of weights "
+            f"per GPU at {c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bw_eff:.2f} efficiency; p95 at one request "
+            f"{e.itl_p95_ms:.0f} ms) > {itl_p95_ms:g} ms p95 target")
+    return "misses-ttft", (
+        f"misses TTFT: prefill of a {shape.prompt_tokens_p95 or shape.prompt_tokens:.0f}-token prompt alone takes "
+        f"{e.ttft_p95_ms:.0f} ms (p95) > {ttft_p95_ms:g} ms p95 target")
+
+
+def goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float, itl_p95_ms: float,
+            mode: str = "closed") -> Goodput:
+    """Closed: the largest concurrency (integer, ≤ the batch limit) meeting both p95 targets;
+    open: the largest Poisson rate. Infeasible when even one request misses, or nothing fits."""
+    c = _ctx(catalog, cfg, shape)
+    if c.cap < 1:
+        return Goodput(False, 0.0, 0.0, 0.0, None, f"does not fit: {c.fit.reason}", "does-not-fit")
+    one = estimate_closed_loop(catalog, cfg, shape, 1)
+    if not _meets(one, ttft_p95_ms, itl_p95_ms):
+        code, why = _why_not(catalog, cfg, shape, one, ttft_p95_ms, itl_p95_ms)
+        return Goodput(False, 0.0, 0.0, 0.0, one, why, code)
+    if mode == "open":
+        return _goodput_open(catalog, cfg, shape, ttft_p95_ms, itl_p95_ms, one)
+    lo, hi = 1, c.cap  # meets at lo; find the largest meeting n
+    best = one
+    if (top := estimate_closed_loop(catalog, cfg, shape, hi)) and _meets(top, ttft_p95_ms, itl_p95_ms):
+        lo, best = hi, top
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        e = estimate_closed_loop(catalog, cfg, shape, mid)
+        if _meets(e, ttft_p95_ms, itl_p95_ms):
+            lo, best = mid, e
+        else:
+            hi = mid
+    return Goodput(True, best.output_tokens_per_s, best.requests_per_s, best.concurrency, best,
+                   f"{best.concurrency:.0f} concurrent requests meet TTFT p95 {ttft_p95_ms:g} ms and ITL p95 "
+                   f"{itl_p95_ms:g} ms ({best.bound})")
+
+
+def _goodput_open(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float,
+                  itl_p95_ms: float, one: LoadEstimate) -> Goodput:
+    full = estimate_closed_loop(catalog, cfg, shape, _ctx(catalog, cfg, shape).cap)
+    lo, hi = 0.0, max(full.requests_per_s, one.requests_per_s) * 1.05
+    best: LoadEstimate | None = None
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        e = estimate_open_loop(catalog, cfg, shape, mid)
+        if _meets(e, ttft_p95_ms, itl_p95_ms):
+            lo, best = mid, e
+        else:
+            hi = mid
+        if hi - lo < 1e-3 * hi:
+            break
+    if best is None or not math.isfinite(best.ttft_ms):
+        return Goodput(False, 0.0, 0.0, 0.0, one, "misses-ttft: no arrival rate meets the targets", "misses-ttft")
+    return Goodput(True, best.output_tokens_per_s, best.requests_per_s, best.concurrency, best,
+                   f"{best.requests_per_s:.2f} req/s meet TTFT p95 {ttft_p95_ms:g} ms and ITL p95 {itl_p95_ms:g} ms")
