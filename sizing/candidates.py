@@ -90,11 +90,22 @@ def size_replicas(demand_output_tokens_per_s: float, goodput_output_tokens_per_s
     return need, need + redundancy
 
 
-def instances_for(cand: Candidate, replicas: int) -> int:
-    """Instances that hold `replicas`: packed replicas_per_instance to a node, or pp nodes each."""
+def instances_for(cand: Candidate, replicas: int, replicas_for_demand: int | None = None) -> int:
+    """Instances that hold `replicas`: packed replicas_per_instance to a node, or pp nodes each.
+
+    With spare replicas (replicas > replicas_for_demand), the loss of any one node must leave
+    the demand served: replicas are spread evenly (the serving pods' topology spread), so the
+    fullest node holds ceil(replicas / instances) and instances grow until
+    replicas − ceil(replicas / instances) ≥ replicas_for_demand. Otherwise a redundancy replica
+    packed onto the same 8-GPU node as the one it protects would protect nothing.
+    """
     if cand.pp > 1:
         return replicas * cand.pp
-    return math.ceil(replicas / cand.replicas_per_instance)
+    n = math.ceil(replicas / cand.replicas_per_instance)
+    if replicas_for_demand is not None and replicas > replicas_for_demand:
+        while n < replicas and replicas - math.ceil(replicas / n) < replicas_for_demand:
+            n += 1
+    return n
 
 
 def strategy_allows(strategy: str, inst: Instance) -> bool:
@@ -207,7 +218,7 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
         return None
     need, replicas = size_replicas(demand.output_tokens_per_s, tokens, hw.redundancy,
                                    demand.concurrent_users if demand.mode == "closed" else None, conc)
-    instances = instances_for(cand, replicas)
+    instances = instances_for(cand, replicas, need)
     return Evaluated(cand=cand, fit=fit, gp=gp, usd_per_instance_hour=price.usd_per_hour,
                      price_source=f"{price.source} ({price.as_of})", replicas_for_demand=need, replicas=replicas,
                      instances=instances, usd_per_hour=instances * price.usd_per_hour,
@@ -222,6 +233,6 @@ def resize(ev: Evaluated, demand: Demand, redundancy: int, goodput_scale: float 
     need, replicas = size_replicas(demand.output_tokens_per_s, ev.gp.output_tokens_per_s * goodput_scale,
                                    redundancy, demand.concurrent_users if demand.mode == "closed" else None,
                                    ev.gp.concurrency * goodput_scale)
-    instances = instances_for(ev.cand, replicas)
+    instances = instances_for(ev.cand, replicas, need)
     return replace(ev, replicas_for_demand=need, replicas=replicas, instances=instances,
                    usd_per_hour=instances * ev.usd_per_instance_hour)

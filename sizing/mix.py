@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sizing.candidates import Evaluated
+from sizing.candidates import Evaluated, instances_for
 
 TOP_K = 8
 
@@ -61,27 +61,36 @@ def _instances_for(ev: Evaluated, replicas: int) -> int:
     return replicas * ev.cand.pp if ev.cand.pp > 1 else math.ceil(replicas / ev.cand.replicas_per_instance)
 
 
+def pool_instances(parts: list[tuple[Evaluated, int]], redundancy: int) -> list[int]:
+    """Instances of each (candidate, replicas) pool; the first pool carries the spare replicas
+    and is spread so one node loss leaves its share of the demand served (as the Plan builds it)."""
+    out = []
+    for i, (ev, replicas) in enumerate(parts):
+        red = min(redundancy, replicas - 1) if i == 0 and replicas > 1 else 0
+        out.append(instances_for(ev.cand, replicas, replicas - red))
+    return out
+
+
 def _best_pair(a: Evaluated, b: Evaluated, redundancy: int) -> Mix | None:
     need = 1.0 + redundancy * max(_share(a), _share(b))
     max_a = _instances_for(a, math.ceil(need / _share(a)))
     best: Mix | None = None
     step = a.cand.pp if a.cand.pp > 1 else 1
     for n_a in range(0, max_a + 1, step):
-        got = _replicas(a, n_a) * _share(a)
+        r_a = _replicas(a, n_a)
+        got = r_a * _share(a)
         rest = max(need - got, 0.0)
         r_b = math.ceil(rest / _share(b) - 1e-9) if rest > 0 else 0
         if a is b and r_b:
             continue
-        n_b = _instances_for(b, r_b)
-        cost = n_a * a.usd_per_instance_hour + n_b * b.usd_per_instance_hour
-        parts = []
-        total_share = got + _replicas(b, n_b) * _share(b) if a is not b else got
-        if n_a:
-            parts.append(MixPart(a, n_a, _replicas(a, n_a), _replicas(a, n_a) * _share(a) / total_share))
-        if n_b and a is not b:
-            parts.append(MixPart(b, n_b, _replicas(b, n_b), _replicas(b, n_b) * _share(b) / total_share))
-        if not parts:
+        chosen = [(ev, r) for ev, r in ((a, r_a), (b, r_b if a is not b else 0)) if r > 0]
+        if not chosen:
             continue
+        insts = pool_instances(chosen, redundancy)
+        cost = sum(n * ev.usd_per_instance_hour for (ev, _), n in zip(chosen, insts, strict=True))
+        total_share = sum(r * _share(ev) for ev, r in chosen)
+        parts = tuple(MixPart(ev, n, r, r * _share(ev) / total_share)
+                      for (ev, r), n in zip(chosen, insts, strict=True))
         if best is None or cost < best.usd_per_hour - 1e-9:
-            best = Mix(tuple(parts), cost)
+            best = Mix(parts, cost)
     return best

@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from sizing.candidates import Evaluated
+from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
 from sizing.cost import (
     HOURS_PER_MONTH,
@@ -41,7 +41,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     ev, w, hw = part.ev, stack.workload, stack.hardware
     c = ev.cand
     inst = c.instance
-    instances = replicas * c.pp if c.pp > 1 else math.ceil(replicas / c.replicas_per_instance)
+    instances = instances_for(c, replicas, replicas - redundancy_replicas)
     inst_max = math.ceil(instances * (1 + hw.autoscaling_headroom))
     if c.pp > 1:
         inst_max = math.ceil(inst_max / c.pp) * c.pp

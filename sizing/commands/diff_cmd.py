@@ -1,0 +1,126 @@
+"""`llmcap diff`: what a change to the stacks does to the bill, for pull requests.
+
+Register in sizing/cli.py with `app.command("diff")(diff_cmd.diff)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from sizing.commands.common import Format, console, guarded
+
+if TYPE_CHECKING:
+    from sizing.diff import CostDiff
+    from sizing.plan import Plan
+
+
+def _load_plan(path: Path) -> Plan:
+    from pydantic import ValidationError
+
+    from sizing.errors import SpecError
+    from sizing.plan import Plan
+
+    try:
+        return Plan.from_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such plan file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read ({e.__class__.__name__})") from None
+    except ValidationError as e:
+        msg = f"{path}: not a Plan JSON (llmcap plan --format json): {e.error_count()} problem(s)"
+        raise SpecError(msg, [msg] + [f"{path}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+                                      for err in e.errors()[:5]]) from None
+
+
+def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> None:
+    """`--preview-json [STACK=]FILE`: price the resources of a preview (stack from its URNs) or of
+    `llmcap render`'s resources.json (STACK= required, or the diff's only stack)."""
+    from sizing.catalog import load_catalog
+    from sizing.diff import attach_resources
+    from sizing.errors import SpecError
+    from sizing.pricing import PricingContext, load_resources, price_resources
+
+    cat = load_catalog(catalog)
+    for spec in specs:
+        stack, _, file = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        resources = load_resources(Path(file))
+        if not stack:
+            named = {r.stack for r in resources if r.stack}
+            heads = [s.stack for s in d.stacks if s.after is not None]
+            if len(named) == 1:
+                stack = named.pop()
+            elif len(heads) == 1:
+                stack = heads[0]
+            else:
+                raise SpecError(f"--preview-json {file}: say which stack it is for: --preview-json STACK={file}")
+        side = next((s.after for s in d.stacks if s.stack == stack and s.after is not None), None)
+        region = side.region if side is not None and side.region else "us-east-1"
+        attach_resources(d, stack, price_resources(resources, PricingContext(cat, region)))
+
+
+def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month: float | None) -> None:
+    """Exit 1 (CheckFailedError) when the increase or the new total crosses a limit."""
+    from sizing.errors import CheckFailedError
+
+    problems: list[str] = []
+    if fail_above_percent is not None and d.total_delta_usd_per_month > 0:
+        pct = d.total_delta_percent
+        if pct is None or pct > fail_above_percent:
+            shown = "from $0" if pct is None else f"{pct:+.1f}%"
+            problems.append(f"monthly cost rises by ${d.total_delta_usd_per_month:,.0f} ({shown}), above "
+                            f"--fail-above-percent {fail_above_percent:g}%")
+    if budget_usd_month is not None and d.total_after_usd_per_month > budget_usd_month:
+        problems.append(f"monthly cost after the change is ${d.total_after_usd_per_month:,.0f}, above "
+                        f"--budget-usd-month ${budget_usd_month:,.0f}")
+    if problems:
+        raise CheckFailedError(problems[0], problems)
+
+
+@guarded
+def diff(
+    base: str | None = typer.Option(None, "--base", help="git ref to compare against, e.g. origin/main"),
+    head: str | None = typer.Option(None, "--head", help="git ref of the change (default: the working tree)"),
+    stacks: str = typer.Option("stacks/Pulumi.*.yaml", "--stacks", help="glob of stack files, from the repo root"),
+    fmt: Format = typer.Option(Format.markdown, "--format"),
+    from_plan: Path | None = typer.Option(None, "--from", help="a saved Plan JSON (before)"),
+    to_plan: Path | None = typer.Option(None, "--to", help="a saved Plan JSON (after)"),
+    preview_json: list[str] = typer.Option([], "--preview-json",
+                                           help="[STACK=]FILE: `pulumi preview --json` output or `llmcap render` "
+                                                "resources.json; priced per resource (repeatable)"),
+    fail_above_percent: float | None = typer.Option(None, "--fail-above-percent",
+                                                    help="exit 1 if the monthly cost rises by more than P %"),
+    budget_usd_month: float | None = typer.Option(None, "--budget-usd-month",
+                                                  help="exit 1 if the monthly cost after the change exceeds N USD"),
+    out: Path | None = typer.Option(None, "--out", help="also write the output here"),
+    catalog: Path | None = typer.Option(None, "--catalog", help="catalog directory (llmcap catalog refresh)"),
+) -> None:
+    """Cost diff of the stacks between two git refs (or two saved plans): GPUs, $/hour, $/month with
+    ranges, $/1M tokens, SLOs and the hosted-API comparison, as a PR comment, JSON or a table."""
+    from sizing.diff import default_planner, diff_plans, diff_refs
+    from sizing.errors import SpecError
+    from sizing.report import diff_views
+
+    if from_plan or to_plan:
+        if base or head:
+            raise SpecError("use either --base/--head (git) or --from/--to (saved plans), not both")
+        d = diff_plans(_load_plan(from_plan) if from_plan else None, _load_plan(to_plan) if to_plan else None,
+                       from_plan.name if from_plan else "nothing", to_plan.name if to_plan else "nothing")
+    elif base:
+        d = diff_refs(base, head, stacks, planner=default_planner(catalog))
+    else:
+        raise SpecError("say what to compare: --base REF [--head REF], or --from a.json --to b.json")
+    if preview_json:
+        _attach_previews(d, preview_json, catalog)
+    if fmt == Format.table:
+        render = None
+        diff_views.render_table(d, console())
+    else:
+        render = diff_views.render_json(d) if fmt == Format.json else diff_views.render_markdown(d)
+        typer.echo(render, nl=not render.endswith("\n"))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render if render is not None else diff_views.render_markdown(d), encoding="utf-8")
+    check_gates(d, fail_above_percent, budget_usd_month)

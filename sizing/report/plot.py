@@ -1,0 +1,116 @@
+"""The sweep plot of `llmcap compare --sweep ... --plot FILE.png` (matplotlib, Agg backend).
+
+Imported only when a plot is asked for: matplotlib must stay out of every other import path.
+Top panel: GPU $/month per option as step curves (GPUs come in whole units), crossovers marked and
+labelled, and the swept range where an option has no plan meeting the SLO shaded in its colour.
+Bottom panel: $ per 1M output tokens at planned load, with the cheapest hosted API as a line.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+
+
+def _spans(xs: list[float], ok: list[bool]) -> list[tuple[float, float]]:
+    """x ranges (between neighbouring swept values) where ok is False."""
+    out: list[tuple[float, float]] = []
+    for i, good in enumerate(ok):
+        if good:
+            continue
+        lo = xs[i] if i == 0 else (xs[i - 1] + xs[i]) / 2
+        hi = xs[i] if i == len(xs) - 1 else (xs[i] + xs[i + 1]) / 2
+        if out and abs(out[-1][1] - lo) < 1e-12:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _log_useful(values: list[float]) -> bool:
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return bool(vals) and max(vals) / min(vals) > 20
+
+
+def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
+    """Write the two-panel sweep figure for a comparison JSON document with a sweep; returns the path."""
+    sw = doc["sweep"]
+    xs: list[float] = sw["values"]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 8.5), dpi=110, sharex=True,
+                                   gridspec_kw={"height_ratios": [3, 2]})
+    all_month: list[float] = []
+    all_per_m: list[float] = []
+    for i, (name, pts) in enumerate(sw["series"].items()):
+        color = COLORS[i % len(COLORS)]
+        month = [p["usd_per_month"] if p["usd_per_month"] is not None else math.nan for p in pts]
+        per_m = [p["usd_per_million_output_tokens"] if p["usd_per_million_output_tokens"] is not None
+                 else math.nan for p in pts]
+        all_month += [v for v in month if not math.isnan(v)]
+        all_per_m += [v for v in per_m if not math.isnan(v)]
+        ax1.step(xs, month, where="post", color=color, lw=2, label=name)
+        ax2.step(xs, per_m, where="post", color=color, lw=2, label=name)
+        for k, (lo, hi) in enumerate(_spans(xs, [p["usd_per_month"] is not None for p in pts])):
+            for ax in (ax1, ax2):
+                ax.axvspan(lo, hi, color=color, alpha=0.12, lw=0,
+                           label=f"{name}: no plan meets the SLO" if ax is ax1 and k == 0 else None)
+    for j, c in enumerate(sw["crossovers"]):
+        x = c["x"]
+        y = max(c["usd_per_month_at_x"].values())
+        for ax in (ax1, ax2):
+            ax.axvline(x, color="black", ls=":", lw=1.2)
+        ax1.plot([x], [y], marker="o", color="black", ms=7, zorder=5)
+        # labels stacked down the upper part of the panel so close crossovers do not overlap
+        ax1.annotate(f"crossover {j + 1}: {x:.4g} {_short(sw['variable'])}\n{c['cheaper_after']} cheaper above",
+                     xy=(x, y), xytext=(x, 0.93 - 0.13 * (j % 5)), textcoords=("data", "axes fraction"),
+                     fontsize=10, ha="left" if _frac(xs, x, sw["log_spaced"]) < 0.7 else "right", va="top",
+                     arrowprops={"arrowstyle": "->", "color": "black", "shrinkB": 4},
+                     bbox={"boxstyle": "round", "fc": "white", "ec": "0.5", "alpha": 0.9})
+    for e in sw["feasibility_edges"]:
+        ax1.axvline(e["x"], color="0.35", ls="--", lw=1)
+        ax1.annotate(f"{e['option']}: SLO met only {'≥' if e['feasible'] == 'above' else '≤'} {e['x']:.4g}",
+                     xy=(e["x"], 0.04), xycoords=("data", "axes fraction"), xytext=(5, 4),
+                     textcoords="offset points", fontsize=9, va="bottom", color="0.2")
+    api = sw.get("cheapest_api")
+    if api:
+        price = api["usd_per_million_output_tokens"]
+        ax2.axhline(price, color="0.3", ls="--", lw=1.5,
+                    label=f"cheapest hosted API: {api['provider']} {api['model']} (${price:g}/1M out)")
+        all_per_m.append(price)
+    if sw["log_spaced"]:
+        ax1.set_xscale("log")
+    if _log_useful(all_month):
+        ax1.set_yscale("log")
+    if _log_useful(all_per_m):
+        ax2.set_yscale("log")
+    ax1.set_ylabel("GPU $/month (730 h)")
+    ax2.set_ylabel("$ per 1M output tokens\n(GPU, planned load)")
+    ax2.set_xlabel(sw["label"])
+    ax1.set_title(title or f"Monthly cost vs {sw['label']}")
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="best", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _frac(xs: list[float], x: float, log: bool) -> float:
+    """Where x lies across the swept range, 0..1 (on the plot's scale)."""
+    lo, hi = xs[0], xs[-1]
+    if log and lo > 0:
+        return math.log(x / lo) / math.log(hi / lo) if hi > lo else 0.0
+    return (x - lo) / (hi - lo) if hi > lo else 0.0
+
+
+def _short(var: str) -> str:
+    return {"users": "users", "rate": "req/s", "prompt_tokens": "prompt tokens", "itl_ms": "ms ITL"}.get(var, var)

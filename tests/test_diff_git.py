@@ -1,0 +1,130 @@
+"""`llmcap diff --base REF` end to end on a real temporary git repository, with the real planner.
+Assertions are behaviour (statuses, signs of deltas), not numbers, so recalibration cannot break them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.diff_support import cli_app
+
+STACKS = Path(__file__).resolve().parents[1] / "stacks"
+ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def commit_all(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "repo"
+    (r / "stacks").mkdir(parents=True)
+    git(r, "init", "-q")
+    git(r, "config", "user.name", "llmcap test")
+    git(r, "config", "user.email", "llmcap-test@example.invalid")
+    git(r, "config", "commit.gpgsign", "false")
+    dev = (STACKS / "Pulumi.dev.yaml").read_text()
+    for name in ("dev", "prod", "old"):
+        (r / "stacks" / f"Pulumi.{name}.yaml").write_text(dev)
+    (r / "README.md").write_text("not a stack\n")
+    commit_all(r, "base")
+    return r
+
+
+def run(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
+    r = CliRunner().invoke(cli_app(), ["diff", *args], env=ENV)
+    return r.exit_code, r.output
+
+
+def test_commit_to_commit(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stacks = repo / "stacks"
+    dev = stacks / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("concurrent_users: 100", "concurrent_users: 200"))
+    prod = stacks / "Pulumi.prod.yaml"
+    prod.write_text("# only a comment changed\n" + prod.read_text())
+    (stacks / "Pulumi.old.yaml").unlink()
+    shutil.copy(STACKS / "Pulumi.dev.yaml", stacks / "Pulumi.staging.yaml")
+    (repo / "README.md").write_text("changed, but not a stack\n")
+    commit_all(repo, "change")
+
+    code, out = run(repo, monkeypatch, "--base", "HEAD~1", "--head", "HEAD", "--format", "json")
+    assert code == 0, out
+    d = json.loads(out)
+    by = {s["stack"]: s for s in d["stacks"]}
+    assert set(by) == {"dev", "prod", "old", "staging"}
+    assert by["dev"]["status"] == "modified" and by["dev"]["delta_usd_per_month"] > 0
+    assert by["dev"]["after"]["concurrent_users"] == 2 * by["dev"]["before"]["concurrent_users"]
+    assert by["prod"]["status"] == "unchanged" and by["prod"]["delta_usd_per_month"] == 0
+    assert by["old"]["status"] == "removed" and by["old"]["after"] is None
+    assert by["old"]["delta_usd_per_month"] == -by["old"]["before"]["usd_per_month"]
+    assert by["staging"]["status"] == "added" and by["staging"]["before"] is None
+    assert by["staging"]["delta_usd_per_month"] == by["staging"]["after"]["usd_per_month"] > 0
+    assert d["total_delta_usd_per_month"] == pytest.approx(sum(s["delta_usd_per_month"] for s in d["stacks"]))
+    assert d["stacks_not_priced"] == []
+
+    code, md = run(repo, monkeypatch, "--base", "HEAD~1", "--head", "HEAD")
+    assert code == 0 and md.startswith("<!-- llmcap-cost-diff -->")
+    assert "Monthly cost will rise by $" in md or "Monthly cost will fall by $" in md
+    assert md.count("<details>") == 4 and "GPU instances (on-demand, " in md
+
+
+def test_working_tree_against_head(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out = run(repo, monkeypatch, "--base", "HEAD")
+    assert code == 0 and "No stack files changed: no cost change." in out
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("concurrent_users: 100", "concurrent_users: 200"))
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json", "--stacks", "stacks/Pulumi.dev.yaml")
+    d = json.loads(out)
+    assert code == 0 and [s["stack"] for s in d["stacks"]] == ["dev"] and d["head"] == "working tree"
+    assert d["stacks"][0]["delta_usd_per_month"] > 0
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--fail-above-percent", "1")
+    assert code == 1 and "above --fail-above-percent 1%" in out
+
+
+def test_infeasible_side_is_reported_not_a_crash(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 1"))
+    bad = repo / "stacks" / "Pulumi.prod.yaml"
+    bad.write_text("config:\n  llmcap:workload: {model: nope-model}\n")
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
+    assert code == 0, out
+    by = {s["stack"]: s for s in json.loads(out)["stacks"]}
+    assert by["dev"]["after"]["planned"] is False and by["dev"]["after"]["reason"].startswith("infeasible: ")
+    assert by["dev"]["delta_usd_per_month"] is None
+    assert by["prod"]["after"]["reason"].startswith("invalid: ")
+    code, md = run(repo, monkeypatch, "--base", "HEAD")
+    assert "Cost change not priced: dev, prod could not be planned" in md and "not priced" in md
+    assert "$0 " not in md.split("\n")[3]
+
+
+def test_bad_ref_and_not_a_repo(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out = run(repo, monkeypatch, "--base", "no-such-ref")
+    assert code == 2 and "'no-such-ref' is not a commit" in out
+    elsewhere = tmp_path / "plain"
+    elsewhere.mkdir()
+    code, out = run(elsewhere, monkeypatch, "--base", "HEAD")
+    assert code == 2 and out.startswith("error: git rev-parse")
+
+
+def test_glob_star_stays_in_one_folder(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nested = repo / "stacks" / "Pulumi.x"
+    nested.mkdir()
+    (nested / "y.yaml").write_text("not: a stack\n")
+    commit_all(repo, "nested file")
+    (nested / "y.yaml").write_text("still: not a stack\n")
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
+    assert code == 0 and json.loads(out)["stacks"] == []
