@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from sizing.commands import aws_cmds, bench_cmds, catalog_cmds, compare_cmd, diff_cmd, estimate, plan_cmd, validate
+from sizing.commands import aws_cmds, bench_cmds, catalog_cmds, compare_cmd, diff_cmd, estimate, plan_cmd, render, validate
 
 app = typer.Typer(
     name="llmcap",
@@ -19,6 +19,7 @@ app.command("plan")(plan_cmd.plan)
 app.command("estimate")(estimate.estimate)
 app.command("compare")(compare_cmd.compare)
 app.command("diff")(diff_cmd.diff)
+app.command("render")(render.render)
 app.command("validate")(validate.validate)
 app.command("schema")(validate.schema)
 app.command("models")(catalog_cmds.models)

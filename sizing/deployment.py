@@ -1,33 +1,98 @@
 """Deployment options (stack config key `llmcap:deployment`): how infra/ stands the plan up.
 
-Pure data read once at the edge; infra/ components receive them as typed args.
-Secure defaults: the inference endpoint is internal, and a public one requires TLS.
+Pure data read once at the edge; infra/ components receive them as typed args. Each default is
+stated once: here, or (where it is a platform figure the cost model also prices, such as the
+system node type) in sizing/data/platform.csv, with `None` here meaning "that default".
+Secure defaults: a private EKS API endpoint, an internal inference endpoint, and a public one
+only with TLS.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import ipaddress
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+
+
+def _cidr(v: str) -> str:
+    try:
+        return str(ipaddress.ip_network(v, strict=True))
+    except ValueError as e:
+        raise ValueError(f"{v!r} is not a CIDR block such as 203.0.113.0/24 ({e})") from None
 
 
 class DeploymentOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     vpc_id: str | None = Field(default=None, description="bring your own VPC (with the subnet ids below)")
-    private_subnet_ids: list[str] | None = None
-    public_subnet_ids: list[str] | None = None
-    vpc_cidr: str = Field(default="10.40.0.0/16", description="CIDR of the VPC llmcap creates")
+    private_subnet_ids: list[str] | None = Field(
+        default=None, description="bring-your-own private subnets (at least two AZs) for the cluster and nodes")
+    public_subnet_ids: list[str] | None = Field(
+        default=None, description="bring-your-own public subnets for an internet-facing load balancer")
+    vpc_cidr: str = Field(default="10.40.0.0/16", description="CIDR of the VPC llmcap creates (/16 to /20)")
+    nat_gateways: int | None = Field(
+        default=None, ge=1, le=6,
+        description="NAT gateways in the VPC llmcap creates; default nat_gateways in sizing/data/platform.csv")
     cluster_endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the EKS API publicly; empty = private API endpoint only")
+    kubernetes_version: str | None = Field(
+        default=None, pattern=r"^1\.\d{2}$",
+        description="EKS Kubernetes version; default the pinned version in infra/data/platform.yaml")
+    admin_principal_arns: list[str] = Field(
+        default_factory=list,
+        description="IAM role/user ARNs given cluster-admin access entries (the creator gets admin too)")
+    system_node_instance_type: str | None = Field(
+        default=None, description="CPU system node type; default system_node_instance_type in platform.csv")
+    system_node_count: int | None = Field(
+        default=None, ge=1, le=20, description="CPU system nodes; default system_node_count in platform.csv")
+    model_cache_on_instance_store: bool = Field(
+        default=True, description="put containerd and the model cache on the instance-store NVMe (RAID0) "
+                                  "where the instance type has one")
+    weights_bucket_force_destroy: bool = Field(
+        default=False, description="let `pulumi destroy` delete the weights bucket while it holds objects")
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
     tls_certificate_arn: str | None = Field(default=None, description="ACM certificate for the public endpoint")
     endpoint_allowed_cidrs: list[str] = Field(default_factory=list,
                                               description="CIDRs allowed to reach a public endpoint")
 
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _vpc_cidr(cls, v: str) -> str:
+        net = ipaddress.ip_network(_cidr(v))
+        if net.version != 4 or not 16 <= net.prefixlen <= 20:
+            raise ValueError(f"{v!r}: use an IPv4 block from /16 to /20 (pods take VPC addresses)")
+        return str(net)
+
+    @field_validator("cluster_endpoint_public_access_cidrs", "endpoint_allowed_cidrs")
+    @classmethod
+    def _cidrs(cls, v: list[str]) -> list[str]:
+        return [_cidr(c) for c in v]
+
+    @field_validator("admin_principal_arns")
+    @classmethod
+    def _arns(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if not _ARN.match(a):
+                raise ValueError(f"{a!r} is not an IAM role or user ARN (arn:aws:iam::123456789012:role/NAME)")
+        return v
+
     @model_validator(mode="after")
-    def _public_needs_tls(self) -> DeploymentOptions:
+    def _consistent(self) -> DeploymentOptions:
         if self.public_endpoint and not self.tls_certificate_arn:
             raise ValueError("public_endpoint: true needs tls_certificate_arn (an ACM certificate ARN)")
+        if self.public_endpoint and not self.endpoint_allowed_cidrs:
+            raise ValueError("public_endpoint: true needs endpoint_allowed_cidrs (the clients' CIDRs; "
+                             "0.0.0.0/0 opens it to everyone, on purpose)")
         if self.vpc_id and not self.private_subnet_ids:
             raise ValueError("vpc_id needs private_subnet_ids (at least two, in different AZs)")
+        if self.vpc_id and self.private_subnet_ids is not None and len(self.private_subnet_ids) < 2:
+            raise ValueError("private_subnet_ids: EKS needs subnets in at least two AZs; list at least two")
+        if not self.vpc_id and (self.private_subnet_ids or self.public_subnet_ids):
+            raise ValueError("private_subnet_ids/public_subnet_ids need vpc_id (the VPC they belong to)")
+        if self.public_endpoint and self.vpc_id and not self.public_subnet_ids:
+            raise ValueError("public_endpoint with your own VPC needs public_subnet_ids for the load balancer")
         return self

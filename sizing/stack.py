@@ -22,7 +22,7 @@ from sizing.errors import SpecError
 from sizing.spec import HardwareSpec, WorkloadSpec
 
 NAMESPACE = "llmcap"
-KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token")
+KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token", "api_key")
 DEFAULT_REGION = "us-east-1"
 
 

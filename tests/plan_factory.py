@@ -20,7 +20,8 @@ def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu
         replicas_for_demand=max(replicas - 1, 1), redundancy_replicas=1,
         replicas_per_instance=replicas_per_instance, instances_min=instances_min,
         instances_desired=instances_desired, instances_max=instances_max,
-        replicas_max=instances_max * replicas_per_instance if nodes_per_replica == 1 else instances_max // nodes_per_replica,
+        replicas_max=(instances_max * replicas_per_instance if nodes_per_replica == 1
+                      else instances_max // nodes_per_replica),
         precision=precision, purchase=purchase, usd_per_instance_hour=usd_per_instance_hour,
         usd_per_hour=usd_per_instance_hour * instances_desired, local_nvme_gb=local_nvme_gb,
         vllm=VllmSettings(model=model, served_model_name=model.split("/")[-1].lower(), tensor_parallel_size=tp,

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from typing import Any, TypeVar
 
 import typer
@@ -18,13 +18,13 @@ from sizing.errors import EXIT_BAD_INPUT, LlmcapError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
 
 
-class TableOrJson(str, Enum):
+class TableOrJson(StrEnum):
     table = "table"
     json = "json"
 

@@ -1,0 +1,6 @@
+"""The Pulumi program: one ComponentResource per concern, built from a Plan and a Stack.
+
+Owns: turning a Plan into AWS (and, through infra/kubernetes_app.py, Kubernetes) resources.
+Must not: compute sizing figures (memory, performance, cost) -- it reads them from the Plan.
+`sizing/` never imports this package at module level; `llmcap render` imports it lazily.
+"""

@@ -1,0 +1,69 @@
+"""Autoscaling on queue depth, not CPU: one KEDA ScaledObject per pool on the Prometheus series
+`vllm:num_requests_waiting` (the regex also accepts the OpenTelemetry-normalised name
+`vllm_num_requests_waiting`). min = the plan's replicas, max = the pool's replicas_max.
+No pulumi import."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infra import settings
+from infra.k8s_common import meta, serving_labels, serving_name
+from infra.observability import POOL_METRIC_LABEL, PROMETHEUS_URL
+from sizing.plan import Plan, Pool
+
+KEDA_API_VERSION = "keda.sh/v1alpha1"
+WAITING = 'vllm:num_requests_waiting|vllm_num_requests_waiting'
+
+
+def queue_query(namespace: str, pool: Pool) -> str:
+    return (f'sum({{__name__=~"{WAITING}", namespace="{namespace}", '
+            f'{POOL_METRIC_LABEL}="{pool.name}"}})')
+
+
+def queue_threshold(plan: Plan, pool: Pool) -> int:
+    """Waiting requests per replica that trigger a scale-up. A queue of q requests delays a new
+    request by about q / goodput_requests_per_s (the replica drains its queue at its goodput), so
+    the TTFT headroom the plan leaves (SLO p95 minus predicted p95 at planned load) bounds how long
+    a queue may stand: q = headroom_s × goodput_requests_per_s, at least `minimum_threshold`."""
+    a = settings.serving()["autoscaling"]
+    slo = plan.workload.get("slo") or {}
+    ttft_slo_ms = float(slo.get("ttft_p95_ms", pool.per_replica.ttft_p95_ms))
+    headroom_s = max(ttft_slo_ms - pool.per_replica.ttft_p95_ms, 0.0) / 1000.0
+    q = math.floor(headroom_s * pool.per_replica.goodput_requests_per_s * float(a["headroom_share"]))
+    return max(int(a["minimum_threshold"]), q)
+
+
+def scaled_object(plan: Plan, pool: Pool, namespace: str) -> dict[str, Any]:
+    a = settings.serving()["autoscaling"]
+    if pool.replicas_max < pool.replicas:
+        raise ValueError(f"pool {pool.name}: replicas_max {pool.replicas_max} < replicas {pool.replicas}")
+    multi = pool.nodes_per_replica > 1
+    target = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"} if multi else \
+        {"apiVersion": "apps/v1", "kind": "Deployment"}
+    target["name"] = serving_name(pool.name)
+    return {
+        "apiVersion": KEDA_API_VERSION, "kind": "ScaledObject",
+        "metadata": meta(serving_name(pool.name), namespace, serving_labels(pool.name)),
+        "spec": {
+            "scaleTargetRef": target,
+            "minReplicaCount": pool.replicas,
+            "maxReplicaCount": pool.replicas_max,
+            "pollingInterval": int(a["polling_interval_s"]),
+            "cooldownPeriod": int(a["cooldown_period_s"]),
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
+                # a new replica needs minutes to load weights: scale up at once, scale down slowly
+                "scaleUp": {"stabilizationWindowSeconds": 0,
+                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]},
+                "scaleDown": {"stabilizationWindowSeconds": int(a["cooldown_period_s"]),
+                              "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
+            }}},
+            "triggers": [{
+                "type": "prometheus",
+                "metricType": "AverageValue",  # the query's sum is divided by the current replicas
+                "metadata": {"serverAddress": PROMETHEUS_URL, "query": queue_query(namespace, pool),
+                             "threshold": str(queue_threshold(plan, pool)), "ignoreNullValues": "true"},
+            }],
+        },
+    }

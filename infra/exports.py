@@ -1,0 +1,21 @@
+"""Stack output keys: shared constants so `pulumi stack output`, the render and the tests agree."""
+
+from __future__ import annotations
+
+ENDPOINT = "endpoint"
+CLUSTER_NAME = "clusterName"
+KUBECONFIG = "kubeconfig"
+VPC_ID = "vpcId"
+WEIGHTS_BUCKET = "weightsBucket"
+WEIGHTS_PREFIX = "weightsPrefix"
+GPUS = "gpus"
+INSTANCE_TYPES = "instanceTypes"
+USD_PER_HOUR = "usdPerHour"
+USD_PER_MONTH = "usdPerMonth"
+ALL_IN_USD_PER_MONTH = "allInUsdPerMonth"
+USD_PER_MILLION_OUTPUT_TOKENS = "usdPerMillionOutputTokens"
+API_COMPARISON = "apiComparison"
+PLAN = "plan"
+
+PLAN_SUMMARY_KEYS = (GPUS, INSTANCE_TYPES, USD_PER_HOUR, USD_PER_MONTH, ALL_IN_USD_PER_MONTH,
+                     USD_PER_MILLION_OUTPUT_TOKENS, API_COMPARISON, PLAN)

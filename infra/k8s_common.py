@@ -1,0 +1,64 @@
+"""Shared pieces of the Kubernetes objects: names, labels, the hardened security contexts.
+Plain dicts in the camelCase form the API server takes; no pulumi import."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from infra.names import POOL_LABEL
+
+APP_LABEL = "app.kubernetes.io/name"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+ENDPOINT_LABEL = "llmcap.io/endpoint"  # "true" on pods that serve HTTP (single-node pods, LWS leaders)
+
+API_KEY_SECRET = "vllm-api-key"
+API_KEY_SECRET_KEY = "api-key"
+HF_TOKEN_SECRET = "hf-token"
+HF_TOKEN_SECRET_KEY = "token"
+RUN_AS_UID = 1000
+
+
+def dns_name(text: str, limit: int = 63) -> str:
+    """A DNS-1123 label from any text (pool names such as `g6.12xlarge` or `p5-48xlarge`)."""
+    s = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return s[:limit].rstrip("-") or "x"
+
+
+def serving_name(pool_name: str) -> str:
+    return dns_name(f"vllm-{pool_name}", 52)  # LWS appends group/worker indexes
+
+
+def serving_labels(pool_name: str) -> dict[str, str]:
+    return {APP_LABEL: "vllm", COMPONENT_LABEL: "serving", PART_OF_LABEL: "llmcap", POOL_LABEL: pool_name}
+
+
+def meta(name: str, namespace: str | None, labels: dict[str, str] | None = None,
+         annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"name": name}
+    if namespace:
+        m["namespace"] = namespace
+    if labels:
+        m["labels"] = dict(labels)
+    if annotations:
+        m["annotations"] = dict(annotations)
+    return m
+
+
+def pod_security_context() -> dict[str, Any]:
+    """Satisfies the `restricted` Pod Security Standard the namespace enforces."""
+    return {"runAsNonRoot": True, "runAsUser": RUN_AS_UID, "runAsGroup": RUN_AS_UID, "fsGroup": RUN_AS_UID,
+            "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def container_security_context(read_only_root: bool) -> dict[str, Any]:
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": read_only_root, "runAsNonRoot": True}
+
+
+def secret_env(name: str, secret: str, key: str, optional: bool = False) -> dict[str, Any]:
+    ref: dict[str, Any] = {"name": secret, "key": key}
+    if optional:
+        ref["optional"] = True
+    return {"name": name, "valueFrom": {"secretKeyRef": ref}}

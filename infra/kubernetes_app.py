@@ -1,0 +1,206 @@
+"""The Kubernetes side of the program: one ComponentResource (`llmcap:infra:KubernetesApp`) that
+stands up vLLM serving from the Plan on a cluster the AWS side created (it passes the provider
+in `opts`). Children, one concern each: add-ons (NVIDIA device plugin, KEDA, kube-prometheus-stack,
+LeaderWorkerSet; pinned Helm releases), the namespace and secrets, the weights copy Job, a vLLM
+Deployment or LeaderWorkerSet per pool with its PodDisruptionBudget, the router behind an NLB,
+KEDA ScaledObjects on queue depth, and metrics. Objects are built as plain manifests by the
+pure modules (serving, router, autoscaling, observability, weights) and only created here.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets as pysecrets
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra import autoscaling, observability, router, serving, settings, weights
+from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY, meta
+from infra.names import COMPONENT_PREFIX, GPU_TAINT_KEY, ROLE_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
+from infra.platform import load_platform
+from sizing.plan import Plan
+from sizing.stack import Stack
+
+
+@dataclass
+class KubernetesAppArgs:
+    plan: Plan
+    stack: Stack
+    weights_bucket: pulumi.Input[str]
+    weights_prefix: str
+    service_account_name: str
+    namespace: str
+    hf_token: pulumi.Input[str] | None
+    api_key: pulumi.Input[str]
+
+
+def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """Create one manifest (camelCase, as applied) as its typed pulumi_kubernetes resource."""
+    kind, md = obj["kind"], obj["metadata"]
+    name = f"{kind.lower()}-{md['name']}"
+    if kind == "ServiceAccount":
+        return k8s.core.v1.ServiceAccount(name, metadata=md, automount_service_account_token=obj.get(
+            "automountServiceAccountToken"), opts=opts)
+    simple: dict[str, Any] = {
+        "Namespace": k8s.core.v1.Namespace, "Service": k8s.core.v1.Service,
+        "Deployment": k8s.apps.v1.Deployment, "Job": k8s.batch.v1.Job,
+        "PodDisruptionBudget": k8s.policy.v1.PodDisruptionBudget,
+    }
+    if kind in simple:
+        return simple[kind](name, metadata=md, spec=obj.get("spec"), opts=opts)  # type: ignore[no-any-return]
+    if kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=md, data=obj["data"], opts=opts)
+    if kind == "Secret":
+        return k8s.core.v1.Secret(name, metadata=md, type=obj.get("type"), string_data=obj["stringData"],
+                                  opts=opts)
+    if kind == "Role":
+        return k8s.rbac.v1.Role(name, metadata=md, rules=obj["rules"], opts=opts)
+    if kind == "RoleBinding":
+        return k8s.rbac.v1.RoleBinding(name, metadata=md, role_ref=obj["roleRef"], subjects=obj["subjects"],
+                                       opts=opts)
+    return k8s.apiextensions.CustomResource(name, api_version=obj["apiVersion"], kind=kind, metadata=md,
+                                            spec=obj["spec"], opts=opts)
+
+
+def namespace_object(name: str) -> dict[str, Any]:
+    # every llmcap pod runs under the `restricted` Pod Security Standard
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(name, None, {
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/audit": "restricted",
+        "app.kubernetes.io/part-of": "llmcap"})}
+
+
+def service_account_object(name: str, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(name, namespace)}
+
+
+def secret_object(name: str, namespace: str, key: str, value: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta(name, namespace),
+            "stringData": {key: value}}
+
+
+def device_plugin_values() -> dict[str, Any]:
+    # the chart's default affinity wants NFD/GFD labels, which EKS GPU nodes do not carry; our
+    # node groups label GPU nodes with llmcap.io/role=gpu
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["gpu"]}]}]}}},
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def _minutes(seconds: float) -> str:
+    return f"{math.ceil(seconds / 60)}m"
+
+
+class KubernetesApp(pulumi.ComponentResource):
+    endpoint: pulumi.Output[str]
+
+    def __init__(self, name: str, args: KubernetesAppArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(COMPONENT_PREFIX + "KubernetesApp", name, None, opts)
+        plan, ns = args.plan, args.namespace
+        child = pulumi.ResourceOptions(parent=self)
+        platform = load_platform(args.stack.deployment)
+
+        addons = self._addons(plan, child)
+        ns_res = create(namespace_object(ns), child)
+        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns_res])
+        accounts = [create(service_account_object(sa, ns), in_ns)
+                    for sa in (args.service_account_name, WEIGHTS_LOADER_SERVICE_ACCOUNT)]
+        secrets = [create(secret_object(API_KEY_SECRET, ns, API_KEY_SECRET_KEY,
+                                        pulumi.Output.secret(args.api_key)), in_ns)]
+        if args.hf_token is not None:
+            secrets.append(create(secret_object(HF_TOKEN_SECRET, ns, HF_TOKEN_SECRET_KEY,
+                                                pulumi.Output.secret(args.hf_token)), in_ns))
+
+        bucket = pulumi.Output.from_input(args.weights_bucket)
+        first = plan.pools[0]
+        job_spec = bucket.apply(lambda b: weights.copy_job(
+            ns, plan.model, weights.WeightsLocation(b, args.weights_prefix), args.stack.region, first, platform,
+            with_hf_token=args.hf_token is not None)["spec"])
+        # Pulumi waits for the Job to complete before the serving pods that read its output
+        job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
+                                          custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
+        job = k8s.batch.v1.Job(f"job-{weights.JOB_NAME}", metadata=meta(weights.JOB_NAME, ns), spec=job_spec,
+                               opts=job_opts)
+        for pool in plan.pools:
+            self._pool(args, pool, bucket, platform, job, addons, in_ns)
+
+        create(router.service_account(ns), in_ns)
+        create(router.role(ns), in_ns)
+        create(router.role_binding(ns), in_ns)
+        create(router.deployment(ns), pulumi.ResourceOptions(parent=self, depends_on=[ns_res, *secrets]))
+        create(router.disruption_budget(ns), in_ns)
+        svc = create(router.service(ns, args.stack.deployment), in_ns)
+
+        create(observability.pod_monitor(ns), pulumi.ResourceOptions(parent=self, depends_on=[ns_res,
+                                                                                               addons["metrics"]]))
+        create(observability.dashboard_config_map(plan, ns), in_ns)
+
+        scheme = "https" if args.stack.deployment.public_endpoint else "http"
+        self.endpoint = svc.status.apply(lambda s: _endpoint(scheme, s))  # type: ignore[attr-defined]
+        self.register_outputs({"endpoint": self.endpoint})
+
+    def _addons(self, plan: Plan, child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
+        def release(key: str, values: dict[str, Any], depends_on: list[pulumi.Resource] | None = None
+                    ) -> k8s.helm.v3.Release:
+            c = settings.chart(key)
+            return k8s.helm.v3.Release(
+                c.name, name=c.name, chart=c.chart, version=c.version, namespace=c.namespace,
+                create_namespace=not depends_on, values=values,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=c.repo) if c.repo else None,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on or []))
+
+        metrics_ns = settings.chart("kube_prometheus_stack").namespace
+        mon = k8s.core.v1.Namespace(f"namespace-{metrics_ns}", metadata=meta(metrics_ns, None), opts=child)
+        # generated once; later runs keep the first value (ignore_changes), so Grafana's login is stable
+        admin = create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                        "metadata": meta(observability.GRAFANA_ADMIN_SECRET, metrics_ns),
+                        "stringData": {"admin-user": "admin",
+                                       "admin-password": pulumi.Output.secret(pysecrets.token_urlsafe(24))}},
+                       pulumi.ResourceOptions(parent=self, depends_on=[mon], ignore_changes=["stringData"]))
+        out: dict[str, pulumi.Resource] = {
+            "device": release("nvidia_device_plugin", device_plugin_values()),
+            "keda": release("keda", {}),
+            "metrics": release("kube_prometheus_stack", observability.kube_prometheus_values(),
+                               depends_on=[mon, admin]),
+        }
+        if any(p.nodes_per_replica > 1 for p in plan.pools):
+            out["lws"] = release("leaderworkerset", {})
+        return out
+
+    def _pool(self, args: KubernetesAppArgs, pool: Any, bucket: pulumi.Output[str], platform: Any,
+              job: pulumi.Resource, addons: dict[str, pulumi.Resource], in_ns: pulumi.ResourceOptions) -> None:
+        ns = args.namespace
+
+        def build(b: str) -> dict[str, Any]:
+            ctx = serving.ServingContext(ns, args.service_account_name, args.stack.region,
+                                         weights.WeightsLocation(b, args.weights_prefix), platform,
+                                         args.stack.deployment.model_cache_on_instance_store)
+            return serving.workload(pool, ctx)
+
+        shape = build("bucket")  # kind and metadata do not depend on the bucket name
+        spec = bucket.apply(lambda b: build(b)["spec"])
+        deps: list[pulumi.Resource] = [job, addons["device"]] + ([addons["lws"]] if "lws" in addons else [])
+        wait = _minutes(serving.startup_budget_s(pool) + 600)
+        opts = pulumi.ResourceOptions(parent=self, depends_on=deps, ignore_changes=["spec.replicas"],
+                                      custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))
+        if shape["kind"] == "Deployment":
+            k8s.apps.v1.Deployment(f"deployment-{shape['metadata']['name']}", metadata=shape["metadata"],
+                                   spec=spec, opts=opts)
+        else:
+            k8s.apiextensions.CustomResource(f"leaderworkerset-{shape['metadata']['name']}",
+                                             api_version=shape["apiVersion"], kind=shape["kind"],
+                                             metadata=shape["metadata"], spec=spec, opts=opts)
+        create(serving.disruption_budget(pool, ns), in_ns)
+        create(autoscaling.scaled_object(args.plan, pool, ns),
+               pulumi.ResourceOptions(parent=self, depends_on=[*(in_ns.depends_on or []),  # type: ignore[misc]
+                                                               addons["keda"], addons["metrics"]]))
+
+
+def _endpoint(scheme: str, status: Any) -> str:
+    ingress = getattr(getattr(status, "load_balancer", None), "ingress", None) if status else None
+    if not ingress:
+        return "pending: the load balancer has no address yet"
+    host = ingress[0].hostname or ingress[0].ip
+    return f"{scheme}://{host}"

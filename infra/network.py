@@ -1,0 +1,141 @@
+"""Network: a VPC with private subnets (nodes, control-plane ENIs) and public subnets (NAT,
+internet-facing load balancers) in AZ IDs that offer every planned instance type; NAT gateways,
+route tables and an S3 gateway endpoint so weight downloads skip the NAT. Or a VPC you bring."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.names import COMPONENT_PREFIX
+from sizing.errors import SpecError
+from sizing.plan import Plan
+
+# subnet tags the AWS load-balancer integrations use to place internal / internet-facing LBs
+ELB_TAG = "kubernetes.io/role/elb"
+INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+MAX_SUBNET_AZS = 7  # carve_cidrs gives each AZ an eighth of the VPC and keeps the last for public subnets
+
+
+def choose_az_ids(plan: Plan, offered: dict[str, tuple[str, ...]], region_az_ids: list[str],
+                  max_azs: int) -> list[str]:
+    """AZ IDs for the subnets: those offering the most planned instance types first (up to
+    `max_azs`), then one more for any pool still uncovered, then other AZs of the region until there
+    are two (EKS needs subnets in two AZs even when a GPU type is offered in only one)."""
+    for pool in plan.pools:
+        if not offered.get(pool.instance_type):
+            raise SpecError(f"{plan.region}: no AZ offers {pool.instance_type} (catalog offerings); "
+                            "choose another region or instance type")
+    served = {az: sum(az in offered[p.instance_type] for p in plan.pools)
+              for az in {a for azs in offered.values() for a in azs}}
+    chosen = sorted(served, key=lambda az: (-served[az], az))[:max_azs]
+    for pool in plan.pools:
+        if not set(chosen) & set(offered[pool.instance_type]):
+            chosen.append(sorted(offered[pool.instance_type])[0])
+    for az in sorted(region_az_ids):
+        if len(chosen) >= 2:
+            break
+        if az not in chosen:
+            chosen.append(az)
+    if len(chosen) < 2:
+        raise SpecError(f"{plan.region}: the catalog knows fewer than two AZs; EKS needs subnets in two")
+    if len(chosen) > MAX_SUBNET_AZS:
+        raise SpecError(f"{plan.region}: the planned pools need subnets in {len(chosen)} AZs; at most "
+                        f"{MAX_SUBNET_AZS} fit the VPC layout")
+    return chosen
+
+
+def carve_cidrs(vpc_cidr: str, n: int) -> tuple[list[str], list[str]]:
+    """Private subnets of 1/8 of the VPC each (pods take VPC addresses), public /24-sized ones
+    from the last eighth. Needs n <= 7."""
+    net = ipaddress.IPv4Network(vpc_cidr)  # DeploymentOptions admits IPv4 only
+    eighths = list(net.subnets(prefixlen_diff=3))
+    private = [str(s) for s in eighths[:n]]
+    public = [str(s) for s in list(eighths[-1].subnets(new_prefix=min(net.prefixlen + 8, 28)))[:n]]
+    return private, public
+
+
+@dataclass
+class NetworkArgs:
+    name: str
+    region: str
+    vpc_cidr: str
+    az_ids: list[str]  # used when llmcap creates the VPC
+    nat_gateways: int
+    tags: dict[str, str] = field(default_factory=dict)
+    # bring your own
+    vpc_id: str | None = None
+    private_subnet_ids: list[str] | None = None
+    public_subnet_ids: list[str] | None = None
+
+
+class Network(pulumi.ComponentResource):
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    private_subnet_ids_by_az: dict[str, pulumi.Output[str]]  # empty for a VPC you bring
+    public_subnet_ids: pulumi.Output[list[str]]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{COMPONENT_PREFIX}Network", name, None, opts)
+        self.private_subnet_ids_by_az = {}
+        if args.vpc_id:
+            self.vpc_id = pulumi.Output.from_input(args.vpc_id)
+            self.private_subnet_ids = pulumi.Output.from_input(list(args.private_subnet_ids or []))
+            self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
+        else:
+            self._create(name, args)
+        self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids,
+                               "publicSubnetIds": self.public_subnet_ids})
+
+    def _create(self, name: str, args: NetworkArgs) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        tags = args.tags
+        vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=args.vpc_cidr, enable_dns_hostnames=True,
+                          enable_dns_support=True, tags={**tags, "Name": f"{name}-vpc"}, opts=child)
+        # the default security group allows all traffic between its members; empty it so nothing
+        # that lands in it by accident is reachable
+        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, ingress=[], egress=[],
+                                     tags={**tags, "Name": f"{name}-default-locked"}, opts=child)
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags, opts=child)
+        private_cidrs, public_cidrs = carve_cidrs(args.vpc_cidr, len(args.az_ids))
+
+        public_rt = aws.ec2.RouteTable(f"{name}-public-rt", vpc_id=vpc.id, tags=tags, opts=child)
+        aws.ec2.Route(f"{name}-public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0",
+                      gateway_id=igw.id, opts=child)
+        public: list[aws.ec2.Subnet] = []
+        private: list[aws.ec2.Subnet] = []
+        for i, (az, cidr) in enumerate(zip(args.az_ids, public_cidrs, strict=True)):
+            s = aws.ec2.Subnet(f"{name}-public-{az}", vpc_id=vpc.id, cidr_block=cidr, availability_zone_id=az,
+                               map_public_ip_on_launch=False,
+                               tags={**tags, "Name": f"{name}-public-{az}", ELB_TAG: "1"}, opts=child)
+            aws.ec2.RouteTableAssociation(f"{name}-public-{i}", subnet_id=s.id, route_table_id=public_rt.id,
+                                          opts=child)
+            public.append(s)
+
+        nats = []
+        for i in range(min(args.nat_gateways, len(public))):
+            eip = aws.ec2.Eip(f"{name}-nat-eip-{i}", domain="vpc", tags=tags, opts=child)
+            nats.append(aws.ec2.NatGateway(f"{name}-nat-{i}", allocation_id=eip.id, subnet_id=public[i].id,
+                                           tags=tags, opts=pulumi.ResourceOptions(parent=self, depends_on=[igw])))
+
+        private_rts = []
+        for i, (az, cidr) in enumerate(zip(args.az_ids, private_cidrs, strict=True)):
+            s = aws.ec2.Subnet(f"{name}-private-{az}", vpc_id=vpc.id, cidr_block=cidr, availability_zone_id=az,
+                               tags={**tags, "Name": f"{name}-private-{az}", INTERNAL_ELB_TAG: "1"}, opts=child)
+            rt = aws.ec2.RouteTable(f"{name}-private-rt-{az}", vpc_id=vpc.id, tags=tags, opts=child)
+            aws.ec2.Route(f"{name}-private-default-{az}", route_table_id=rt.id, destination_cidr_block="0.0.0.0/0",
+                          nat_gateway_id=nats[i % len(nats)].id, opts=child)
+            aws.ec2.RouteTableAssociation(f"{name}-private-{i}", subnet_id=s.id, route_table_id=rt.id, opts=child)
+            private.append(s)
+            private_rts.append(rt)
+            self.private_subnet_ids_by_az[az] = s.id
+
+        aws.ec2.VpcEndpoint(f"{name}-s3", vpc_id=vpc.id, service_name=f"com.amazonaws.{args.region}.s3",
+                            vpc_endpoint_type="Gateway", route_table_ids=[rt.id for rt in private_rts],
+                            tags=tags, opts=child)
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
+        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public])

@@ -1,0 +1,128 @@
+"""GPU node groups, one per plan pool: NVIDIA AMI, the pool's instance type, scaling bounds from
+the plan, a GPU taint only serving pods tolerate, pool/GPU labels, and a launch template with
+IMDSv2 required, an encrypted root volume sized for the vLLM image plus the model cache, and the
+instance-store NVMe (RAID0) used for containerd and the cache where the instance has one."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import yaml
+
+from infra.names import COMPONENT_PREFIX, GPU_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, ROLE_LABEL
+from infra.platform import Platform, root_volume_gib
+from sizing.plan import Plan, Pool
+
+CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+MIME_BOUNDARY = "LLMCAP-NODECONFIG"
+
+
+def nodeadm_user_data(local_storage_strategy: str) -> str:
+    """MIME multipart user data with a nodeadm NodeConfig that puts the instance store into use.
+    EKS merges its own NodeConfig (cluster endpoint, CA) into managed node groups' user data."""
+    node_config = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig",
+                   "spec": {"instance": {"localStorage": {"strategy": local_storage_strategy}}}}
+    body = yaml.safe_dump(node_config, sort_keys=False)
+    doc = (f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\n\n'
+           f"--{MIME_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n---\n{body}\n--{MIME_BOUNDARY}--\n")
+    return base64.b64encode(doc.encode()).decode()
+
+
+def node_launch_template(name: str, *, platform: Platform, root_gib: int, user_data: str | None,
+                         tags: dict[str, str], parent: pulumi.Resource) -> aws.ec2.LaunchTemplate:
+    """A launch template for an EKS managed node group: IMDSv2 only, encrypted gp3 root volume.
+    No AMI, instance type or instance profile: the node group supplies those."""
+    return aws.ec2.LaunchTemplate(
+        name,
+        metadata_options={"http_endpoint": "enabled", "http_tokens": "required",
+                          "http_put_response_hop_limit": platform.imds_hop_limit},
+        block_device_mappings=[{"device_name": platform.root_device_name,
+                                "ebs": {"volume_size": root_gib, "volume_type": platform.root_volume_type,
+                                        "encrypted": "true", "delete_on_termination": "true"}}],
+        user_data=user_data,
+        update_default_version=True,
+        tag_specifications=[{"resource_type": "instance", "tags": tags},
+                            {"resource_type": "volume", "tags": tags}],
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+@dataclass
+class GpuPoolArgs:
+    """One node group, straight from a plan pool."""
+
+    pool: Pool
+    subnet_ids: pulumi.Input[list[str]]  # private subnets in AZs that offer the instance type
+    root_volume_gib: int
+    use_instance_store: bool
+
+    @staticmethod
+    def from_pool(pool: Pool, subnet_ids: pulumi.Input[list[str]], platform: Platform,
+                  model_cache_on_instance_store: bool) -> GpuPoolArgs:
+        return GpuPoolArgs(pool=pool, subnet_ids=subnet_ids, root_volume_gib=root_volume_gib(pool, platform),
+                           use_instance_store=model_cache_on_instance_store and pool.local_nvme_gb > 0)
+
+
+@dataclass
+class GpuNodeGroupsArgs:
+    cluster_name: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    pools: list[GpuPoolArgs]
+    platform: Platform
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def from_plan(plan: Plan, platform: Platform, model_cache_on_instance_store: bool,
+                  cluster_name: pulumi.Input[str], node_role_arn: pulumi.Input[str],
+                  subnet_ids: dict[str, pulumi.Input[list[str]]], tags: dict[str, str]) -> GpuNodeGroupsArgs:
+        return GpuNodeGroupsArgs(
+            cluster_name=cluster_name, node_role_arn=node_role_arn,
+            pools=[GpuPoolArgs.from_pool(p, subnet_ids[p.name], platform, model_cache_on_instance_store)
+                   for p in plan.pools],
+            platform=platform, tags=tags)
+
+
+def gpu_labels(pool: Pool) -> dict[str, str]:
+    return {POOL_LABEL: pool.name, GPU_LABEL: pool.gpu, ROLE_LABEL: "gpu"}
+
+
+class GpuNodeGroups(pulumi.ComponentResource):
+    node_groups: dict[str, aws.eks.NodeGroup]
+
+    def __init__(self, name: str, args: GpuNodeGroupsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{COMPONENT_PREFIX}GpuNodeGroups", name, None, opts)
+        self.node_groups = {}
+        for pa in args.pools:
+            self.node_groups[pa.pool.name] = self._node_group(name, pa, args)
+        self.register_outputs({"nodeGroups": {k: ng.node_group_name for k, ng in self.node_groups.items()}})
+
+    def _node_group(self, name: str, pa: GpuPoolArgs, args: GpuNodeGroupsArgs) -> aws.eks.NodeGroup:
+        pool = pa.pool
+        if pool.purchase not in CAPACITY_TYPES:
+            raise ValueError(f"pool {pool.name}: purchase {pool.purchase!r} is not one of {list(CAPACITY_TYPES)}")
+        tags = {**args.tags, POOL_LABEL: pool.name}
+        lt = node_launch_template(
+            f"{name}-{pool.name}-lt", platform=args.platform, root_gib=pa.root_volume_gib,
+            user_data=nodeadm_user_data(args.platform.local_storage_strategy) if pa.use_instance_store else None,
+            tags=tags, parent=self)
+        return aws.eks.NodeGroup(
+            f"{name}-{pool.name}",
+            cluster_name=args.cluster_name,
+            node_role_arn=args.node_role_arn,
+            subnet_ids=pa.subnet_ids,
+            ami_type=args.platform.ami_type_gpu,
+            instance_types=[pool.instance_type],
+            capacity_type=CAPACITY_TYPES[pool.purchase],
+            scaling_config={"min_size": pool.instances_min, "desired_size": pool.instances_desired,
+                            "max_size": pool.instances_max},
+            update_config={"max_unavailable": args.platform.node_update_max_unavailable},
+            labels=gpu_labels(pool),
+            taints=[{"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": "NO_SCHEDULE"}],
+            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )

@@ -1,0 +1,121 @@
+"""Metrics: a PodMonitor (Prometheus Operator, from the pinned kube-prometheus-stack) scraping
+every vLLM pod's /metrics, and a Grafana dashboard ConfigMap that the chart's dashboard sidecar
+loads: measured TTFT, ITL, queue depth, KV-cache usage and tokens/s beside the plan's predicted
+TTFT p95, ITL p95 and goodput as constant lines. Queries accept the old and new vLLM metric
+names. No pulumi import."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infra import settings
+from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, PART_OF_LABEL, meta
+from sizing.plan import Plan, Pool
+
+MONITORING_NAMESPACE = settings.chart("kube_prometheus_stack").namespace
+# the Prometheus Operator creates this Service for every Prometheus it runs
+PROMETHEUS_URL = f"http://prometheus-operated.{MONITORING_NAMESPACE}.svc:9090"
+POOL_METRIC_LABEL = "pool"
+DASHBOARD_LABEL = "grafana_dashboard"
+GRAFANA_ADMIN_SECRET = "grafana-admin"
+
+# (current name, older names) as the pinned vLLM exports them (vllm/v1/metrics/loggers.py)
+TTFT = "vllm:time_to_first_token_seconds_bucket"
+ITL = "vllm:inter_token_latency_seconds_bucket|vllm:time_per_output_token_seconds_bucket"
+WAITING = "vllm:num_requests_waiting|vllm_num_requests_waiting"
+RUNNING = "vllm:num_requests_running|vllm_num_requests_running"
+KV_USAGE = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
+GEN_TOKENS = "vllm:generation_tokens_total|vllm_generation_tokens_total"
+
+
+def kube_prometheus_values() -> dict[str, Any]:
+    return {
+        "prometheus": {"prometheusSpec": {
+            # pick up PodMonitors/ServiceMonitors from every namespace, not only the chart's own
+            "podMonitorSelectorNilUsesHelmValues": False,
+            "serviceMonitorSelectorNilUsesHelmValues": False,
+            "retention": "15d",
+        }},
+        "grafana": {
+            # never the chart's well-known default password: a generated one, kept in this Secret
+            # (`kubectl -n monitoring get secret grafana-admin`)
+            "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user",
+                      "passwordKey": "admin-password"},
+            "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": "1",
+                                       "searchNamespace": "ALL"}},
+        },
+    }
+
+
+def pod_monitor(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+        "metadata": meta("vllm", namespace, {PART_OF_LABEL: "llmcap"}),
+        "spec": {
+            "selector": {"matchLabels": {APP_LABEL: "vllm", COMPONENT_LABEL: "serving"}},
+            "podMetricsEndpoints": [{
+                "port": "http", "path": "/metrics", "interval": "15s",
+                "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_label_llmcap_io_pool"],
+                                 "targetLabel": POOL_METRIC_LABEL, "action": "replace"}],
+            }],
+        },
+    }
+
+
+def _sel(names: str, namespace: str, pool: Pool) -> str:
+    return f'{{__name__=~"{names}", namespace="{namespace}", {POOL_METRIC_LABEL}="{pool.name}"}}'
+
+
+def _panel(pid: int, title: str, unit: str, targets: list[tuple[str, str]], x: int, y: int) -> dict[str, Any]:
+    return {
+        "id": pid, "type": "timeseries", "title": title,
+        "datasource": {"type": "prometheus", "uid": "prometheus"},
+        "gridPos": {"h": 8, "w": 8, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": [
+            {"matcher": {"id": "byRegexp", "options": "^plan.*"},
+             "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}]}]},
+        "targets": [{"refId": chr(65 + i), "expr": expr, "legendFormat": legend}
+                    for i, (expr, legend) in enumerate(targets)],
+    }
+
+
+def pool_panels(pool: Pool, namespace: str, first_id: int, y: int) -> list[dict[str, Any]]:
+    r = pool.per_replica
+    ns = namespace
+
+    def q95(names: str) -> str:
+        return f"1000 * histogram_quantile(0.95, sum by (le) (rate({_sel(names, ns, pool)}[5m])))"
+
+    p = pool.name
+    return [
+        _panel(first_id, f"{p}: TTFT p95", "ms",
+               [(q95(TTFT), "measured p95"), (f"vector({r.ttft_p95_ms:g})", "plan p95")], 0, y),
+        _panel(first_id + 1, f"{p}: inter-token latency p95", "ms",
+               [(q95(ITL), "measured p95"), (f"vector({r.itl_p95_ms:g})", "plan p95")], 8, y),
+        _panel(first_id + 2, f"{p}: queue depth", "short",
+               [(f"sum({_sel(WAITING, ns, pool)})", "waiting"), (f"sum({_sel(RUNNING, ns, pool)})", "running"),
+                (f"vector({r.planned_concurrency * pool.replicas:g})", "plan concurrency")], 16, y),
+        _panel(first_id + 3, f"{p}: KV-cache usage", "percentunit",
+               [(f"avg({_sel(KV_USAGE, ns, pool)})", "mean over replicas"),
+                (f"max({_sel(KV_USAGE, ns, pool)})", "busiest replica")], 0, y + 8),
+        _panel(first_id + 4, f"{p}: output tokens/s", "short",
+               [(f"sum(rate({_sel(GEN_TOKENS, ns, pool)}[1m]))", "measured"),
+                (f"vector({r.goodput_output_tokens_per_s * pool.replicas:g})", "plan goodput (planned replicas)"),
+                (f"vector({r.planned_output_tokens_per_s * pool.replicas:g})", "plan load")], 8, y + 8),
+    ]
+
+
+def dashboard(plan: Plan, namespace: str) -> dict[str, Any]:
+    panels: list[dict[str, Any]] = []
+    for i, pool in enumerate(plan.pools):
+        panels += pool_panels(pool, namespace, first_id=1 + 10 * i, y=16 * i)
+    return {"uid": f"llmcap-{plan.stack}"[:40], "title": f"llmcap {plan.stack}: vLLM predicted vs actual",
+            "tags": ["llmcap", "vllm"], "schemaVersion": 39, "editable": False, "refresh": "30s",
+            "time": {"from": "now-6h", "to": "now"}, "panels": panels}
+
+
+def dashboard_config_map(plan: Plan, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": meta("llmcap-dashboard", namespace, {DASHBOARD_LABEL: "1", PART_OF_LABEL: "llmcap"}),
+            "data": {"llmcap-vllm.json": json.dumps(dashboard(plan, namespace), indent=1, sort_keys=True)}}

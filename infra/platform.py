@@ -1,0 +1,88 @@
+"""Platform constants for infra/ (no pulumi import): infra/data/platform.yaml for infra-only
+values, sizing/data/platform.csv for the figures the cost model prices too, and the root-volume
+size of a pool, derived from the plan's weights and the vLLM image size."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sizing.deployment import DeploymentOptions
+from sizing.plan import Pool
+from sizing.platform_defaults import number, setting
+
+DATA_FILE = Path(__file__).parent / "data" / "platform.yaml"
+
+
+@dataclass(frozen=True)
+class Platform:
+    kubernetes_version: str
+    upgrade_support_type: str
+    ami_type_gpu: str
+    ami_type_system: str
+    root_device_name: str
+    root_volume_type: str
+    system_root_volume_gib: int
+    imds_hop_limit: int
+    local_storage_strategy: str
+    checkpoint_to_loaded_weights_max: float
+    max_azs: int
+    cluster_log_types: tuple[str, ...]
+    node_update_max_unavailable: int
+    kms_deletion_window_days: int
+    weights_noncurrent_version_days: int
+    abort_incomplete_multipart_days: int
+    # shared with the planner's cost model (sizing/data/platform.csv)
+    system_node_instance_type: str
+    system_node_count: int
+    nat_gateways: int
+    vllm_image_gib: float
+    root_volume_margin_gib: float
+
+
+@lru_cache(maxsize=1)
+def _infra_values() -> dict[str, Any]:
+    doc = yaml.safe_load(DATA_FILE.read_text(encoding="utf-8"))
+    return {k: v["value"] for k, v in doc.items()}
+
+
+def load_platform(deployment: DeploymentOptions | None = None) -> Platform:
+    """The platform constants, with the stack's `llmcap:deployment` overrides applied."""
+    d = deployment or DeploymentOptions()
+    v = _infra_values()
+    return Platform(
+        kubernetes_version=d.kubernetes_version or str(v["kubernetes_version"]),
+        upgrade_support_type=str(v["upgrade_support_type"]),
+        ami_type_gpu=str(v["ami_type_gpu"]), ami_type_system=str(v["ami_type_system"]),
+        root_device_name=str(v["root_device_name"]), root_volume_type=str(v["root_volume_type"]),
+        system_root_volume_gib=int(v["system_root_volume_gib"]), imds_hop_limit=int(v["imds_hop_limit"]),
+        local_storage_strategy=str(v["local_storage_strategy"]),
+        checkpoint_to_loaded_weights_max=float(v["checkpoint_to_loaded_weights_max"]),
+        max_azs=int(v["max_azs"]), cluster_log_types=tuple(v["cluster_log_types"]),
+        node_update_max_unavailable=int(v["node_update_max_unavailable"]),
+        kms_deletion_window_days=int(v["kms_deletion_window_days"]),
+        weights_noncurrent_version_days=int(v["weights_noncurrent_version_days"]),
+        abort_incomplete_multipart_days=int(v["abort_incomplete_multipart_days"]),
+        system_node_instance_type=d.system_node_instance_type or setting("system_node_instance_type"),
+        system_node_count=d.system_node_count or int(number("system_node_count")),
+        nat_gateways=d.nat_gateways or int(number("nat_gateways")),
+        vllm_image_gib=number("vllm_image_gib"), root_volume_margin_gib=number("root_volume_margin_gib"),
+    )
+
+
+def model_cache_gib(pool: Pool, platform: Platform) -> float:
+    """Disk for the model on one node: the weights that node loads (the replica's weights from the
+    plan, per GPU × its GPUs, shared among the nodes of a multi-node replica) times the largest
+    checkpoint-to-loaded ratio (a 16-bit checkpoint quantized on load)."""
+    replica_gib = pool.per_replica.weights_gib_per_gpu * pool.tensor_parallel * pool.pipeline_parallel
+    return replica_gib / max(pool.nodes_per_replica, 1) * platform.checkpoint_to_loaded_weights_max
+
+
+def root_volume_gib(pool: Pool, platform: Platform) -> int:
+    """Root EBS volume of a GPU node: vLLM image + model cache + OS margin, rounded up to a GiB."""
+    return math.ceil(platform.vllm_image_gib + model_cache_gib(pool, platform) + platform.root_volume_margin_gib)

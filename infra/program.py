@@ -1,0 +1,126 @@
+"""The whole program as one pure function of a validated Stack and its Plan: `__main__` (real
+`pulumi up`) and `infra.render` (offline, under Pulumi's mock engine) both call `build_program`.
+Components never read config; everything arrives here as typed arguments."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from infra import exports
+from infra.cluster import EksCluster, EksClusterArgs
+from infra.names import (
+    NAMESPACE,
+    SERVING_SERVICE_ACCOUNT,
+    WEIGHTS_LOADER_SERVICE_ACCOUNT,
+    weights_prefix,
+)
+from infra.network import Network, NetworkArgs, choose_az_ids
+from infra.nodegroups import GpuNodeGroups, GpuNodeGroupsArgs
+from infra.platform import load_platform
+from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
+from sizing.catalog import Catalog
+from sizing.plan import Plan
+from sizing.stack import Stack
+
+try:  # the Kubernetes side (issue 6) lives in its own module; the AWS side stands without it
+    from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
+except ModuleNotFoundError as e:  # pragma: no cover - only while that module is absent
+    if e.name != "infra.kubernetes_app":
+        raise
+    KubernetesApp = None  # type: ignore[assignment,misc]
+    KubernetesAppArgs = None  # type: ignore[assignment,misc]
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """Secret inputs: from `pulumi config set --secret` in a real run, redacted markers in a render."""
+
+    api_key: pulumi.Input[str]
+    hf_token: pulumi.Input[str] | None = None
+
+
+def resource_prefix(stack: Stack) -> str:
+    return f"llmcap-{stack.name}"
+
+
+def plan_summary(plan: Plan) -> dict[str, Any]:
+    """The stack outputs that restate the plan (never recomputed here)."""
+    t = plan.totals
+    return {
+        exports.GPUS: t.gpus,
+        exports.INSTANCE_TYPES: sorted({p.instance_type for p in plan.pools}),
+        exports.USD_PER_HOUR: t.usd_per_hour,
+        exports.USD_PER_MONTH: t.usd_per_month,
+        exports.ALL_IN_USD_PER_MONTH: t.all_in_usd_per_month,
+        exports.USD_PER_MILLION_OUTPUT_TOKENS: t.usd_per_million_output_tokens,
+        exports.API_COMPARISON: [a.model_dump() for a in plan.api_comparison],
+        exports.PLAN: json.loads(plan.to_json()),
+    }
+
+
+def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, ...]]
+                    ) -> dict[str, pulumi.Input[list[str]]]:
+    """Per pool: the private subnets in AZs that offer its instance type (all of a VPC you bring)."""
+    if not network.private_subnet_ids_by_az:
+        return {p.name: network.private_subnet_ids for p in plan.pools}
+    by_az = network.private_subnet_ids_by_az
+    return {p.name: pulumi.Output.all(*[sid for az, sid in by_az.items() if az in offered[p.instance_type]])
+            for p in plan.pools}
+
+
+def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) -> dict[str, Any]:
+    """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output)."""
+    d = stack.deployment
+    platform = load_platform(d)
+    name = resource_prefix(stack)
+    tags = {"llmcap:stack": stack.name, "llmcap:managed-by": "pulumi"}
+
+    offered = {p.instance_type: catalog.offered_azs(p.instance_type, plan.region) for p in plan.pools}
+    region_az_ids = sorted({az for (_, region), azs in catalog.offerings.items() if region == plan.region
+                            for az in azs})
+    az_ids = [] if d.vpc_id else choose_az_ids(plan, offered, region_az_ids, platform.max_azs)
+    network = Network(name, NetworkArgs(
+        name=name, region=plan.region, vpc_cidr=d.vpc_cidr, az_ids=az_ids, nat_gateways=platform.nat_gateways,
+        tags=tags, vpc_id=d.vpc_id, private_subnet_ids=d.private_subnet_ids, public_subnet_ids=d.public_subnet_ids))
+
+    cluster = EksCluster(name, EksClusterArgs(
+        region=plan.region, platform=platform, private_subnet_ids=network.private_subnet_ids,
+        public_access_cidrs=list(d.cluster_endpoint_public_access_cidrs),
+        admin_principal_arns=list(d.admin_principal_arns), tags=tags))
+
+    gpu_groups = GpuNodeGroups(name, GpuNodeGroupsArgs.from_plan(
+        plan, platform, d.model_cache_on_instance_store, cluster_name=cluster.name,
+        node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered), tags=tags),
+        opts=pulumi.ResourceOptions(depends_on=cluster.addons))
+
+    prefix = weights_prefix(plan.model)
+    store = WeightsStore(name, WeightsStoreArgs(
+        cluster_name=cluster.name, namespace=NAMESPACE, prefix=prefix, platform=platform,
+        access=[PodAccess(SERVING_SERVICE_ACCOUNT, READ_ACTIONS, "vLLM pods: read the model's weights"),
+                PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
+        force_destroy=d.weights_bucket_force_destroy, tags=tags))
+
+    endpoint: pulumi.Input[str] | None = None
+    if KubernetesApp is not None:
+        app = KubernetesApp(name, KubernetesAppArgs(
+            plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefix=prefix,
+            service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
+            api_key=secrets.api_key),
+            opts=pulumi.ResourceOptions(provider=cluster.provider,
+                                        depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
+                                                    *cluster.addons, store]))
+        endpoint = app.endpoint
+
+    return {
+        exports.ENDPOINT: endpoint,
+        exports.CLUSTER_NAME: cluster.name,
+        exports.KUBECONFIG: cluster.kubeconfig,
+        exports.VPC_ID: network.vpc_id,
+        exports.WEIGHTS_BUCKET: store.bucket.bucket,
+        exports.WEIGHTS_PREFIX: prefix,
+        **plan_summary(plan),
+    }

@@ -1,0 +1,127 @@
+"""The router in front of the vLLM replicas: vLLM production-stack's router with prefix-aware
+routing (requests sharing a prompt prefix go to the replica holding its KV cache), discovering
+the serving pods through the Kubernetes API; exposed by an AWS NLB (AWS Load Balancer Controller
+annotations): internal by default, internet-facing only when the stack asks, and then TLS-only
+with source ranges. No pulumi import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra import settings
+from infra.k8s_common import (
+    API_KEY_SECRET,
+    API_KEY_SECRET_KEY,
+    APP_LABEL,
+    COMPONENT_LABEL,
+    ENDPOINT_LABEL,
+    PART_OF_LABEL,
+    container_security_context,
+    meta,
+    pod_security_context,
+    secret_env,
+)
+from infra.names import ROLE_LABEL
+from sizing.deployment import DeploymentOptions
+
+NAME = "llmcap-router"
+LABELS = {APP_LABEL: "vllm-router", COMPONENT_LABEL: "router", PART_OF_LABEL: "llmcap"}
+LB = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+def service_account(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(NAME, namespace, LABELS)}
+
+
+def role(namespace: str) -> dict[str, Any]:
+    """Read-only access to pods in the serving namespace: what k8s service discovery needs."""
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(NAME, namespace, LABELS),
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]}
+
+
+def role_binding(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": meta(NAME, namespace, LABELS),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]}
+
+
+def router_args(namespace: str) -> list[str]:
+    r = settings.serving()["router"]
+    selector = f"{PART_OF_LABEL}=llmcap,{COMPONENT_LABEL}=serving,{ENDPOINT_LABEL}=true"
+    return ["--host", "0.0.0.0", "--port", str(r["port"]),
+            "--service-discovery", "k8s", "--k8s-namespace", namespace, "--k8s-label-selector", selector,
+            "--k8s-port", str(settings.serving()["vllm_port"]),
+            "--routing-logic", str(r["routing_logic"]),
+            "--engine-stats-interval", "15", "--request-stats-window", "60"]
+
+
+def deployment(namespace: str) -> dict[str, Any]:
+    r = settings.serving()["router"]
+    get = {"path": "/health", "port": "http"}
+    container = {
+        "name": "router",
+        "image": settings.image("router").ref,
+        "args": router_args(namespace),
+        # clients send their own `Authorization: Bearer` key, which the router passes through to vLLM;
+        # the router's own key lets it list models on the engines it discovers
+        "env": [secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_SECRET_KEY), {"name": "HOME", "value": "/tmp"}],
+        "ports": [{"name": "http", "containerPort": int(r["port"]), "protocol": "TCP"}],
+        "resources": {"requests": {"cpu": str(r["cpu_request"]), "memory": str(r["memory_request"])},
+                      "limits": {"memory": str(r["memory_request"])}},
+        "startupProbe": {"httpGet": get, "periodSeconds": 5, "failureThreshold": 24},
+        "readinessProbe": {"httpGet": get, "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {"httpGet": get, "periodSeconds": 10, "failureThreshold": 3},
+        "securityContext": container_security_context(read_only_root=True),
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(NAME, namespace, LABELS),
+        "spec": {
+            "replicas": int(r["replicas"]),
+            "selector": {"matchLabels": LABELS},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "template": {"metadata": {"labels": LABELS}, "spec": {
+                "serviceAccountName": NAME,
+                "securityContext": pod_security_context(),
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": ROLE_LABEL, "operator": "In", "values": ["system"]}]}]}}},
+                "topologySpreadConstraints": [
+                    {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                     "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": LABELS}},
+                    {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                     "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": LABELS}}],
+                "containers": [container],
+                "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+            }},
+        },
+    }
+
+
+def disruption_budget(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(NAME, namespace, LABELS),
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": LABELS}}}
+
+
+def service(namespace: str, options: DeploymentOptions) -> dict[str, Any]:
+    """type LoadBalancer, provisioned by the AWS Load Balancer Controller as an NLB with IP targets."""
+    int(settings.serving()["router"]["port"])
+    ann = {LB + "type": "external", LB + "nlb-target-type": "ip",
+           LB + "scheme": "internet-facing" if options.public_endpoint else "internal"}
+    spec: dict[str, Any] = {"type": "LoadBalancer", "loadBalancerClass": "service.k8s.aws/nlb",
+                            "selector": LABELS}
+    if options.public_endpoint:
+        if not options.tls_certificate_arn:
+            raise ValueError("llmcap:deployment.public_endpoint needs tls_certificate_arn")
+        if not options.endpoint_allowed_cidrs:
+            raise ValueError("llmcap:deployment.public_endpoint needs endpoint_allowed_cidrs (the clients' CIDRs; "
+                             "write 0.0.0.0/0 to open it to everyone on purpose)")
+        ann[LB + "ssl-cert"] = options.tls_certificate_arn
+        ann[LB + "ssl-ports"] = "443"
+        ann[LB + "ssl-negotiation-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+        spec["ports"] = [{"name": "https", "port": 443, "targetPort": "http", "protocol": "TCP"}]
+        spec["loadBalancerSourceRanges"] = list(options.endpoint_allowed_cidrs)
+    else:
+        spec["ports"] = [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(NAME, namespace, LABELS, ann), "spec": spec}

@@ -1,0 +1,220 @@
+"""vLLM serving objects per plan pool: a Deployment (single-node replicas) or a LeaderWorkerSet
+(multi-node replicas), and a PodDisruptionBudget. Every figure comes from the Plan; policy
+constants from infra/data/serving.yaml. No pulumi import.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from infra import settings
+from infra.k8s_common import (
+    API_KEY_SECRET,
+    API_KEY_SECRET_KEY,
+    ENDPOINT_LABEL,
+    container_security_context,
+    meta,
+    pod_security_context,
+    secret_env,
+    serving_labels,
+    serving_name,
+)
+from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
+from infra.platform import Platform
+from infra.vllm_args import ModelSource, MultiNode, serve_args
+from infra.weights import WeightsLocation, cache_size_limit, loading_mode, model_source, sync_init_container
+from sizing.plan import Pool
+
+LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
+HOME = "/home/vllm"
+
+
+@dataclass(frozen=True)
+class ServingContext:
+    namespace: str
+    service_account: str
+    region: str
+    weights: WeightsLocation
+    platform: Platform
+    instance_store: bool  # llmcap:deployment.model_cache_on_instance_store
+
+
+def gpus_per_pod(pool: Pool) -> int:
+    """GPUs one pod requests: the replica's tp × pp GPUs, split over its nodes when multi-node."""
+    total = pool.tensor_parallel * pool.pipeline_parallel
+    if total % pool.nodes_per_replica:
+        raise ValueError(f"pool {pool.name}: tp {pool.tensor_parallel} × pp {pool.pipeline_parallel} GPUs do not "
+                         f"split evenly over {pool.nodes_per_replica} nodes")
+    return total // pool.nodes_per_replica
+
+
+def startup_budget_s(pool: Pool) -> int:
+    """How long the startup probe lets vLLM come up: the plan's expected weight-load time plus the
+    engine's start-up margin, times a safety factor (infra/data/serving.yaml)."""
+    s = settings.serving()["startup"]
+    return math.ceil((pool.per_replica.weights_load_s + float(s["margin_s"])) * float(s["safety_factor"]))
+
+
+def probes(port_name: str, pool: Pool) -> dict[str, Any]:
+    s = settings.serving()
+    period = int(s["startup"]["period_s"])
+    get = {"path": "/health", "port": port_name}
+    return {
+        "startupProbe": {"httpGet": get, "periodSeconds": period, "timeoutSeconds": 5,
+                         "failureThreshold": math.ceil(startup_budget_s(pool) / period)},
+        "readinessProbe": {"httpGet": get, "periodSeconds": int(s["readiness"]["period_s"]), "timeoutSeconds": 5,
+                           "failureThreshold": int(s["readiness"]["failure_threshold"])},
+        "livenessProbe": {"httpGet": get, "periodSeconds": int(s["liveness"]["period_s"]),
+                          "timeoutSeconds": int(s["liveness"]["timeout_s"]),
+                          "failureThreshold": int(s["liveness"]["failure_threshold"])},
+    }
+
+
+def _scheduling(pool: Pool, labels: dict[str, str]) -> dict[str, Any]:
+    selector = {"matchLabels": dict(labels)}
+    return {
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Equal", "value": GPU_TAINT_VALUE,
+                         "effect": "NoSchedule"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [pool.name]}]}]}}},
+        # soft: several replicas share one multi-GPU node by design (replicas_per_instance), and a pool's
+        # instance type may be offered in one AZ only; the scheduler still spreads where it can
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": selector},
+            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": selector},
+        ],
+    }
+
+
+def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: bool,
+              labels: dict[str, str]) -> dict[str, Any]:
+    s = settings.serving()
+    port = int(s["vllm_port"])
+    gpus = str(gpus_per_pod(pool))
+    mode = loading_mode(pool, ctx.platform, ctx.instance_store)
+    env = [
+        secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_SECRET_KEY),
+        {"name": "HOME", "value": HOME},
+        # the non-root UID has no passwd entry; torch's cache paths call getpass.getuser(), which reads USER first
+        {"name": "USER", "value": "vllm"},
+        {"name": "AWS_REGION", "value": ctx.region},
+        {"name": "HF_HUB_OFFLINE", "value": "1"},  # weights come from our bucket, never the hub
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        {"name": "DO_NOT_TRACK", "value": "1"},
+    ]
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "home", "mountPath": HOME}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": str(s["shm"]["size_limit"])}},
+        {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},  # torch.compile, Triton and FlashInfer caches
+    ]
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": settings.image("vllm").ref,
+        "command": ["vllm", "serve"],
+        "args": args,
+        "env": env,
+        "resources": {"requests": {"cpu": str(s["pod"]["cpu_request"]), "memory": str(s["pod"]["memory_request"]),
+                                   "nvidia.com/gpu": gpus},
+                      "limits": {"nvidia.com/gpu": gpus}},
+        # vLLM writes JIT kernels and compile caches at run time in places beyond HOME, so the root
+        # filesystem stays writable; everything else of the restricted profile applies
+        "securityContext": container_security_context(read_only_root=False),
+        "volumeMounts": mounts,
+    }
+    if serves_http:
+        container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+        container.update(probes("http", pool))
+    pod: dict[str, Any] = {
+        "serviceAccountName": ctx.service_account,
+        "automountServiceAccountToken": False,  # vLLM never calls the Kubernetes API
+        "securityContext": pod_security_context(),
+        "terminationGracePeriodSeconds": int(s["pod"]["termination_grace_period_s"]),
+        **_scheduling(pool, labels),
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if mode == "nvme":
+        volumes.append({"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, ctx.platform)}})
+        mounts.append({"name": "models", "mountPath": "/models", "readOnly": True})
+        volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}})  # the sync container's /tmp
+        pod["initContainers"] = [sync_init_container(ctx.weights, ctx.region)]
+    return pod
+
+
+def source_for(pool: Pool, ctx: ServingContext) -> ModelSource:
+    return model_source(pool, ctx.platform, ctx.weights, ctx.instance_store)
+
+
+def deployment(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
+    """Single-node replicas. Rolling updates add one replica before removing one (maxSurge 1,
+    maxUnavailable 0), so serving capacity never drops below the planned replicas."""
+    name = serving_name(pool.name)
+    labels = serving_labels(pool.name)
+    pod_labels = {**labels, ENDPOINT_LABEL: "true"}
+    port = int(settings.serving()["vllm_port"])
+    args = serve_args(pool, source_for(pool, ctx), port)
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": meta(name, ctx.namespace, labels),
+        "spec": {
+            "replicas": pool.replicas,
+            "selector": {"matchLabels": labels},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "template": {"metadata": {"labels": pod_labels},
+                         "spec": _pod_spec(pool, ctx, args, serves_http=True, labels=labels)},
+        },
+    }
+
+
+def leader_worker_set(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
+    """Multi-node replicas: one LWS group per replica, `size` = nodes per replica; vLLM's native
+    multi-node mode (multiprocessing backend) with the leader as rank 0 serving HTTP and the
+    workers headless. LWS injects LWS_LEADER_ADDRESS and LWS_WORKER_INDEX into every pod."""
+    name = serving_name(pool.name)
+    labels = serving_labels(pool.name)
+    port = int(settings.serving()["vllm_port"])
+    src = source_for(pool, ctx)
+    n = pool.nodes_per_replica
+    leader_args = serve_args(pool, src, port, MultiNode(n, "0", "$(LWS_LEADER_ADDRESS)", headless=False))
+    worker_args = serve_args(pool, src, port, MultiNode(n, "$(LWS_WORKER_INDEX)", "$(LWS_LEADER_ADDRESS)",
+                                                         headless=True))
+    return {
+        "apiVersion": LWS_API_VERSION, "kind": "LeaderWorkerSet",
+        # one group's pods share an AZ: NCCL traffic between nodes stays zonal
+        "metadata": meta(name, ctx.namespace, labels,
+                         {"leaderworkerset.sigs.k8s.io/exclusive-topology": "topology.kubernetes.io/zone"}),
+        "spec": {
+            "replicas": pool.replicas,
+            "startupPolicy": "LeaderCreated",
+            "rolloutStrategy": {"type": "RollingUpdate",
+                                "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 1}},
+            "leaderWorkerTemplate": {
+                "size": n,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": {"metadata": {"labels": {**labels, ENDPOINT_LABEL: "true"}},
+                                   "spec": _pod_spec(pool, ctx, leader_args, serves_http=True, labels=labels)},
+                "workerTemplate": {"metadata": {"labels": dict(labels)},
+                                   "spec": _pod_spec(pool, ctx, worker_args, serves_http=False, labels=labels)},
+            },
+        },
+    }
+
+
+def workload(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
+    return leader_worker_set(pool, ctx) if pool.nodes_per_replica > 1 else deployment(pool, ctx)
+
+
+def disruption_budget(pool: Pool, namespace: str) -> dict[str, Any]:
+    """Voluntary evictions (node drains, upgrades) may take only the redundancy replicas: the
+    replicas the demand needs stay up. Multi-node replicas count every pod of a group."""
+    labels = serving_labels(pool.name)
+    return {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": meta(serving_name(pool.name), namespace, labels),
+        "spec": {"minAvailable": pool.replicas_for_demand * pool.nodes_per_replica,
+                 "selector": {"matchLabels": labels}},
+    }

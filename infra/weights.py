@@ -1,0 +1,133 @@
+"""Weights: the one-off Job that copies the model from the Hugging Face hub into the S3 bucket,
+and the choice of how each pool's pods load them onto the GPUs.
+
+- `nvme`: an init container syncs the model from S3 onto an emptyDir. GPU nodes stripe their
+  instance-store NVMe into the kubelet's ephemeral storage (infra/data/platform.yaml:
+  local_storage_strategy RAID0), so the copy lands on local NVMe and vLLM reads it from there.
+- `s3-stream`: vLLM streams the safetensors straight from S3 into GPU memory with the Run:ai
+  model streamer (`--load-format runai_streamer` with an s3:// model path); no local copy.
+
+No pulumi import.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from infra import settings
+from infra.k8s_common import (
+    HF_TOKEN_SECRET,
+    HF_TOKEN_SECRET_KEY,
+    container_security_context,
+    meta,
+    pod_security_context,
+    secret_env,
+)
+from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
+from infra.platform import Platform, model_cache_gib
+from infra.vllm_args import ModelSource
+from sizing.plan import Pool
+
+MODEL_DIR = "/models/model"
+JOB_NAME = "weights-copy"
+
+
+@dataclass(frozen=True)
+class WeightsLocation:
+    bucket: str
+    prefix: str  # e.g. models/meta-llama/Meta-Llama-3-8B-Instruct/
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix.strip('/')}/"
+
+
+def loading_mode(pool: Pool, platform: Platform, instance_store: bool) -> str:
+    """`nvme` when the node group puts the kubelet's storage on the instance-store NVMe
+    (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one copy of the model,
+    else `s3-stream`."""
+    nvme_gib = pool.local_nvme_gb * 1e9 / 2**30
+    if instance_store and nvme_gib > 0 and nvme_gib >= model_cache_gib(pool, platform):
+        return "nvme"
+    return "s3-stream"
+
+
+def model_source(pool: Pool, platform: Platform, where: WeightsLocation, instance_store: bool) -> ModelSource:
+    if loading_mode(pool, platform, instance_store) == "nvme":
+        return ModelSource(path=MODEL_DIR)
+    return ModelSource(path=where.uri, load_format="runai_streamer")
+
+
+def cache_size_limit(pool: Pool, platform: Platform) -> str:
+    return f"{math.ceil(model_cache_gib(pool, platform))}Gi"
+
+
+def _aws_env(region: str) -> list[dict[str, Any]]:
+    return [{"name": "AWS_REGION", "value": region}, {"name": "HOME", "value": "/home/app"}]
+
+
+def sync_init_container(where: WeightsLocation, region: str) -> dict[str, Any]:
+    """Copies the model from S3 onto the pod's NVMe-backed emptyDir before vLLM starts."""
+    return {
+        "name": "weights-sync",
+        "image": settings.image("aws_cli").ref,
+        "command": ["aws", "s3", "sync", where.uri, MODEL_DIR, "--only-show-errors", "--no-progress"],
+        "env": _aws_env(region),
+        "resources": {"requests": {"cpu": "2", "memory": "2Gi"}},
+        "securityContext": container_security_context(read_only_root=True),
+        "volumeMounts": [{"name": "models", "mountPath": "/models"}, {"name": "home", "mountPath": "/home/app"},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+    }
+
+
+def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, pool: Pool,
+             platform: Platform, with_hf_token: bool) -> dict[str, Any]:
+    """Hub → S3, once. Runs on a node of the first pool (its NVMe holds the scratch copy; a system
+    node's root volume would not hold a 405B checkpoint), without requesting a GPU."""
+    download_env = [{"name": "HOME", "value": "/home/app"}, {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
+    if with_hf_token:
+        download_env.append(secret_env("HF_TOKEN", HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY))
+    mounts = [{"name": "models", "mountPath": "/models"}, {"name": "home", "mountPath": "/home/app"},
+              {"name": "tmp", "mountPath": "/tmp"}]
+    pod = {
+        "serviceAccountName": WEIGHTS_LOADER_SERVICE_ACCOUNT,
+        "restartPolicy": "OnFailure",
+        "securityContext": pod_security_context(),
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Equal", "value": GPU_TAINT_VALUE,
+                         "effect": "NoSchedule"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [pool.name]}]}]}}},
+        "initContainers": [{
+            "name": "download",
+            "image": settings.image("vllm").ref,
+            # the `hf` CLI ships with huggingface_hub in the vLLM image; original/* holds duplicate
+            # consolidated .pth files that vLLM does not read
+            "command": ["hf", "download", model, "--local-dir", MODEL_DIR, "--exclude", "original/*"],
+            "env": download_env,
+            "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
+            "securityContext": container_security_context(read_only_root=True),
+            "volumeMounts": mounts,
+        }],
+        "containers": [{
+            "name": "upload",
+            "image": settings.image("aws_cli").ref,
+            "command": ["aws", "s3", "sync", MODEL_DIR, where.uri, "--only-show-errors", "--no-progress",
+                        "--exclude", ".cache/*"],
+            "env": _aws_env(region),
+            "resources": {"requests": {"cpu": "2", "memory": "2Gi"}},
+            "securityContext": container_security_context(read_only_root=True),
+            "volumeMounts": mounts,
+        }],
+        "volumes": [{"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, platform)}},
+                    {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
+                    {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+    }
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": meta(JOB_NAME, namespace, {"app.kubernetes.io/name": "weights-copy",
+                                               "app.kubernetes.io/part-of": "llmcap"}),
+        "spec": {"backoffLimit": 4, "activeDeadlineSeconds": 6 * 3600,
+                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": "weights-copy"}}, "spec": pod}},
+    }

@@ -1,0 +1,98 @@
+"""Builders of the Kubernetes objects from hand-made plans (tests/plan_factory.py): multi-node
+LeaderWorkerSets, weight-loading choice, the public endpoint, manifests on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from infra import router, serving
+from infra.autoscaling import queue_threshold
+from infra.platform import load_platform
+from infra.weights import WeightsLocation, loading_mode
+from sizing.deployment import DeploymentOptions
+from tests.k8s_support import rendered
+from tests.plan_factory import make_plan, make_pool
+
+PLATFORM = load_platform()
+
+
+def _ctx(instance_store: bool = True) -> serving.ServingContext:
+    return serving.ServingContext("llmcap", "vllm", "us-east-1", WeightsLocation("bkt", "models/x/"), PLATFORM,
+                                  instance_store)
+
+
+def test_multi_node_pool_becomes_a_leader_worker_set() -> None:
+    pool = make_pool(name="p5-48xlarge", instance_type="p5.48xlarge", gpu="H100-SXM", tp=8, pp=2,
+                     gpus_per_instance=8, nodes_per_replica=2, replicas=3, replicas_per_instance=1,
+                     instances_max=8, precision="bf16", local_nvme_gb=30400)
+    lws = serving.workload(pool, _ctx())
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    assert lws["spec"]["replicas"] == 3
+    for t in ("leaderTemplate", "workerTemplate"):
+        c = lws["spec"]["leaderWorkerTemplate"][t]["spec"]["containers"][0]
+        assert c["resources"]["limits"]["nvidia.com/gpu"] == "8"  # per node, not per replica
+    assert serving.disruption_budget(pool, "llmcap")["spec"]["minAvailable"] == 2 * 2
+
+
+def test_weights_load_from_nvme_or_stream_from_s3() -> None:
+    nvme = make_pool(local_nvme_gb=3760)
+    assert loading_mode(nvme, PLATFORM, instance_store=True) == "nvme"
+    assert loading_mode(nvme, PLATFORM, instance_store=False) == "s3-stream"
+    assert loading_mode(make_pool(local_nvme_gb=0), PLATFORM, instance_store=True) == "s3-stream"
+    d = serving.workload(make_pool(local_nvme_gb=0), _ctx())
+    args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[0] == "s3://bkt/models/x/" and "runai_streamer" in args
+    d = serving.workload(nvme, _ctx())
+    spec = d["spec"]["template"]["spec"]
+    assert spec["containers"][0]["args"][0] == "/models/model"
+    assert spec["initContainers"][0]["command"][:4] == ["aws", "s3", "sync", "s3://bkt/models/x/"]
+    kubernetes_validate.validate(d, PLATFORM.kubernetes_version, strict=True)
+
+
+def test_public_endpoint_needs_tls_and_source_ranges() -> None:
+    opts = DeploymentOptions(public_endpoint=True, tls_certificate_arn="arn:aws:acm:us-east-1:1:certificate/x",
+                             endpoint_allowed_cidrs=["203.0.113.0/24"])
+    svc = router.service("llmcap", opts)
+    ann = svc["metadata"]["annotations"]
+    assert ann["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    assert ann["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"].startswith("arn:aws:acm:")
+    assert svc["spec"]["ports"][0]["port"] == 443
+    assert svc["spec"]["loadBalancerSourceRanges"] == ["203.0.113.0/24"]
+    kubernetes_validate.validate(svc, PLATFORM.kubernetes_version, strict=True)
+    with pytest.raises(ValueError, match="endpoint_allowed_cidrs"):  # the stack file is refused
+        DeploymentOptions(public_endpoint=True, tls_certificate_arn="arn:aws:acm:us-east-1:1:certificate/x")
+    unchecked = DeploymentOptions.model_construct(public_endpoint=True, tls_certificate_arn="arn:x",
+                                                  endpoint_allowed_cidrs=[])
+    with pytest.raises(ValueError, match="endpoint_allowed_cidrs"):  # and the builder refuses too
+        router.service("llmcap", unchecked)
+
+
+def test_queue_threshold_follows_the_plan_ttft_headroom() -> None:
+    pool = make_pool()  # predicted TTFT p95 400 ms, goodput 1.5 req/s per replica
+    tight = make_plan([pool], workload={"slo": {"ttft_p95_ms": 500}})
+    loose = make_plan([pool], workload={"slo": {"ttft_p95_ms": 20400}})
+    assert queue_threshold(tight, pool) == 1  # the floor
+    assert queue_threshold(loose, pool) == 15  # 20 s headroom × 1.5 req/s × share 0.5
+
+
+def test_manifests_are_one_applicable_object_per_file(tmp_path: Path) -> None:
+    from infra.manifests import write_manifests
+    _, docs = rendered("dev")
+    write_manifests(docs, tmp_path)
+    files = sorted((tmp_path / "manifests").glob("*.yaml"))
+    assert files[0].name == "00-namespace-llmcap.yaml"
+    kinds = set()
+    for f in files:
+        objs = list(yaml.safe_load_all(f.read_text()))
+        assert len(objs) == 1, f.name
+        kinds.add(objs[0]["kind"])
+        assert objs[0]["kind"] != "Secret", f.name
+    assert {"Deployment", "ScaledObject", "PodDisruptionBudget", "Service", "Job", "PodMonitor"} <= kinds
+    assert "kubectl -n llmcap create secret generic vllm-api-key --from-literal=api-key=..." in \
+        (tmp_path / "secrets.md").read_text()
+    helm = {p.stem for p in (tmp_path / "helm").glob("*.yaml")}
+    assert {"keda", "kube-prometheus-stack", "nvidia-device-plugin"} <= helm
