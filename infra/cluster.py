@@ -73,6 +73,7 @@ class EksCluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     load_balancer_controller_role: aws.iam.Role
+    load_balancer_controller_pod_identity: aws.eks.PodIdentityAssociation
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{COMPONENT_PREFIX}EksCluster", name, None, opts)
@@ -153,10 +154,10 @@ class EksCluster(pulumi.ComponentResource):
                             opts=pulumi.ResourceOptions(parent=self))
         aws.iam.RolePolicy(f"{name}-lb-controller", role=role.id, policy=load_balancer_controller_policy(),
                            opts=pulumi.ResourceOptions(parent=role))
-        aws.eks.PodIdentityAssociation(f"{name}-lb-controller", cluster_name=self.name,
-                                       namespace=LOAD_BALANCER_CONTROLLER_NAMESPACE,
-                                       service_account=LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
-                                       role_arn=role.arn, tags=tags, opts=pulumi.ResourceOptions(parent=self))
+        self.load_balancer_controller_pod_identity = aws.eks.PodIdentityAssociation(
+            f"{name}-lb-controller", cluster_name=self.name, namespace=LOAD_BALANCER_CONTROLLER_NAMESPACE,
+            service_account=LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT, role_arn=role.arn, tags=tags,
+            opts=pulumi.ResourceOptions(parent=self))
         return role
 
     def _addons_before_nodes(self, name: str, tags: dict[str, str]) -> list[aws.eks.Addon]:

@@ -17,7 +17,8 @@ API_KEY_SECRET = "vllm-api-key"
 API_KEY_SECRET_KEY = "api-key"
 HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_SECRET_KEY = "token"
-RUN_AS_UID = 1000
+# above 10000: no clash with a UID the node or a base image defines (checkov CKV_K8S_40)
+RUN_AS_UID = 10001
 
 
 def dns_name(text: str, limit: int = 63) -> str:

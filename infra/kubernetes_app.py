@@ -35,6 +35,9 @@ class KubernetesAppArgs:
     namespace: str
     hf_token: pulumi.Input[str] | None
     api_key: pulumi.Input[str]
+    # the AWS Load Balancer Controller's release (infra/addons.py): the router Service waits for it, since
+    # the controller provisions its NLB (`loadBalancerClass: service.k8s.aws/nlb`)
+    load_balancer_controller: pulumi.Resource | None = None
 
 
 def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -131,7 +134,9 @@ class KubernetesApp(pulumi.ComponentResource):
         create(router.role_binding(ns), in_ns)
         create(router.deployment(ns), pulumi.ResourceOptions(parent=self, depends_on=[ns_res, *secrets]))
         create(router.disruption_budget(ns), in_ns)
-        svc = create(router.service(ns, args.stack.deployment), in_ns)
+        lbc = [args.load_balancer_controller] if args.load_balancer_controller is not None else []
+        svc = create(router.service(ns, args.stack.deployment),
+                     pulumi.ResourceOptions(parent=self, depends_on=[ns_res, *lbc]))
 
         create(observability.pod_monitor(ns), pulumi.ResourceOptions(parent=self, depends_on=[ns_res,
                                                                                                addons["metrics"]]))

@@ -23,3 +23,8 @@ def weights_prefix(hf_id: str) -> str:
 # AWS side and bound to this service account through EKS Pod Identity
 LOAD_BALANCER_CONTROLLER_NAMESPACE = "kube-system"
 LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT = "aws-load-balancer-controller"
+
+# the Cluster Autoscaler (it resizes the GPU node groups' Auto Scaling groups); its IAM role is bound to
+# this service account through EKS Pod Identity
+CLUSTER_AUTOSCALER_NAMESPACE = "kube-system"
+CLUSTER_AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"

@@ -1,7 +1,13 @@
 """GPU node groups, one per plan pool: NVIDIA AMI, the pool's instance type, scaling bounds from
 the plan, a GPU taint only serving pods tolerate, pool/GPU labels, and a launch template with
 IMDSv2 required, an encrypted root volume sized for the vLLM image plus the model cache, and the
-instance-store NVMe (RAID0) used for containerd and the cache where the instance has one."""
+instance-store NVMe (RAID0) used for containerd and the cache where the instance has one.
+
+Cluster Autoscaler: each group carries the auto-discovery tags and the node-template tags (labels,
+the GPU taint, GPUs per node) that let it scale a group up from zero nodes. EKS puts the discovery tags
+on a managed node group's Auto Scaling group itself but not the node-template ones, so those are also
+set on the Auto Scaling group (cluster-autoscaler/cloudprovider/aws/README.md, "Auto-Discovery Setup"
+and "Scaling a node group to 0")."""
 
 from __future__ import annotations
 
@@ -12,12 +18,15 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
+from infra.addons_iam import AUTOSCALER_ENABLED_TAG, autoscaler_owner_tag
 from infra.names import COMPONENT_PREFIX, GPU_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, ROLE_LABEL
 from infra.platform import Platform, root_volume_gib
 from sizing.plan import Plan, Pool
 
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 MIME_BOUNDARY = "LLMCAP-NODECONFIG"
+NODE_TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def nodeadm_user_data(local_storage_strategy: str) -> str:
@@ -90,6 +99,19 @@ def gpu_labels(pool: Pool) -> dict[str, str]:
     return {POOL_LABEL: pool.name, GPU_LABEL: pool.gpu, ROLE_LABEL: "gpu"}
 
 
+def autoscaler_discovery_tags(cluster_name: str) -> dict[str, str]:
+    """What `--node-group-auto-discovery=asg:tag=...` (the chart's autoDiscovery.clusterName) looks for."""
+    return {AUTOSCALER_ENABLED_TAG: "true", autoscaler_owner_tag(cluster_name): "owned"}
+
+
+def node_template_tags(pool: Pool) -> dict[str, str]:
+    """What a node of the pool would look like, for the Cluster Autoscaler to scale up from zero nodes."""
+    tags = {f"{NODE_TEMPLATE_TAG}/label/{k}": v for k, v in gpu_labels(pool).items()}
+    tags[f"{NODE_TEMPLATE_TAG}/taint/{GPU_TAINT_KEY}"] = f"{GPU_TAINT_VALUE}:NoSchedule"
+    tags[f"{NODE_TEMPLATE_TAG}/resources/{GPU_RESOURCE}"] = str(pool.gpus_per_instance)
+    return tags
+
+
 class GpuNodeGroups(pulumi.ComponentResource):
     node_groups: dict[str, aws.eks.NodeGroup]
 
@@ -105,11 +127,14 @@ class GpuNodeGroups(pulumi.ComponentResource):
         if pool.purchase not in CAPACITY_TYPES:
             raise ValueError(f"pool {pool.name}: purchase {pool.purchase!r} is not one of {list(CAPACITY_TYPES)}")
         tags = {**args.tags, POOL_LABEL: pool.name}
+        template = node_template_tags(pool)
+        group_tags = pulumi.Output.from_input(args.cluster_name).apply(
+            lambda c: {**tags, **autoscaler_discovery_tags(c), **template})
         lt = node_launch_template(
             f"{name}-{pool.name}-lt", platform=args.platform, root_gib=pa.root_volume_gib,
             user_data=nodeadm_user_data(args.platform.local_storage_strategy) if pa.use_instance_store else None,
             tags=tags, parent=self)
-        return aws.eks.NodeGroup(
+        ng = aws.eks.NodeGroup(
             f"{name}-{pool.name}",
             cluster_name=args.cluster_name,
             node_role_arn=args.node_role_arn,
@@ -123,6 +148,16 @@ class GpuNodeGroups(pulumi.ComponentResource):
             labels=gpu_labels(pool),
             taints=[{"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": "NO_SCHEDULE"}],
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            tags=group_tags,
+            # the Cluster Autoscaler moves the desired size between min and max; a later `pulumi up`
+            # must not reset it to the plan's figure
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
         )
+        # node-group tags do not reach the Auto Scaling group; the autoscaler reads them there
+        asg_name = ng.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)  # one per managed group
+        for key, value in sorted(template.items()):
+            slug = key.removeprefix(NODE_TEMPLATE_TAG + "/").replace("/", "-")  # e.g. taint-nvidia.com-gpu
+            aws.autoscaling.Tag(f"{name}-{pool.name}-{slug}", autoscaling_group_name=asg_name,
+                                tag={"key": key, "value": value, "propagate_at_launch": False},
+                                opts=pulumi.ResourceOptions(parent=ng))
+        return ng

@@ -4,7 +4,6 @@ size of a pool, derived from the plan's weights and the vLLM image size."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,7 +29,6 @@ class Platform:
     system_root_volume_gib: int
     imds_hop_limit: int
     local_storage_strategy: str
-    checkpoint_to_loaded_weights_max: float
     max_azs: int
     cluster_log_types: tuple[str, ...]
     node_update_max_unavailable: int
@@ -62,7 +60,6 @@ def load_platform(deployment: DeploymentOptions | None = None) -> Platform:
         root_device_name=str(v["root_device_name"]), root_volume_type=str(v["root_volume_type"]),
         system_root_volume_gib=int(v["system_root_volume_gib"]), imds_hop_limit=int(v["imds_hop_limit"]),
         local_storage_strategy=str(v["local_storage_strategy"]),
-        checkpoint_to_loaded_weights_max=float(v["checkpoint_to_loaded_weights_max"]),
         max_azs=int(v["max_azs"]), cluster_log_types=tuple(v["cluster_log_types"]),
         node_update_max_unavailable=int(v["node_update_max_unavailable"]),
         kms_deletion_window_days=int(v["kms_deletion_window_days"]),
@@ -70,19 +67,16 @@ def load_platform(deployment: DeploymentOptions | None = None) -> Platform:
         abort_incomplete_multipart_days=int(v["abort_incomplete_multipart_days"]),
         system_node_instance_type=d.system_node_instance_type or setting("system_node_instance_type"),
         system_node_count=d.system_node_count or int(number("system_node_count")),
-        nat_gateways=d.nat_gateways or int(number("nat_gateways")),
+        nat_gateways=d.nat_gateways if d.nat_gateways is not None else int(number("nat_gateways")),
         vllm_image_gib=number("vllm_image_gib"), root_volume_margin_gib=number("root_volume_margin_gib"),
     )
 
 
 def model_cache_gib(pool: Pool, platform: Platform) -> float:
-    """Disk for the model on one node: the weights that node loads (the replica's weights from the
-    plan, per GPU × its GPUs, shared among the nodes of a multi-node replica) times the largest
-    checkpoint-to-loaded ratio (a 16-bit checkpoint quantized on load)."""
-    replica_gib = pool.per_replica.weights_gib_per_gpu * pool.tensor_parallel * pool.pipeline_parallel
-    return replica_gib / max(pool.nodes_per_replica, 1) * platform.checkpoint_to_loaded_weights_max
+    """Disk for one model copy on a node (GiB), as the plan sized it (sizing owns the math)."""
+    return pool.model_cache_gib_per_node
 
 
 def root_volume_gib(pool: Pool, platform: Platform) -> int:
-    """Root EBS volume of a GPU node: vLLM image + model cache + OS margin, rounded up to a GiB."""
-    return math.ceil(platform.vllm_image_gib + model_cache_gib(pool, platform) + platform.root_volume_margin_gib)
+    """Root EBS volume of a GPU node (GiB), as the plan sized it: image + model cache + margin."""
+    return pool.root_volume_gib

@@ -11,6 +11,8 @@ from typing import Any
 import pulumi
 
 from infra import exports
+from infra.addons import ClusterAddons, ClusterAddonsArgs
+from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
 from infra.names import (
     NAMESPACE,
@@ -104,12 +106,21 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
 
+    # the AWS Load Balancer Controller (the router's NLB) and the Cluster Autoscaler (GPU nodes follow
+    # KEDA's replicas), on the system nodes
+    autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, tags, parent=cluster)
+    addons = ClusterAddons(name, ClusterAddonsArgs(
+        cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region,
+        after=[cluster.system_node_group, *cluster.addons, cluster.load_balancer_controller_pod_identity,
+               autoscaler_identity.association]),
+        opts=pulumi.ResourceOptions(provider=cluster.provider))
+
     endpoint: pulumi.Input[str] | None = None
     if KubernetesApp is not None:
         app = KubernetesApp(name, KubernetesAppArgs(
             plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefix=prefix,
             service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
-            api_key=secrets.api_key),
+            api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller),
             opts=pulumi.ResourceOptions(provider=cluster.provider,
                                         depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
                                                     *cluster.addons, store]))

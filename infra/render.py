@@ -78,7 +78,10 @@ OUTPUT_HOOKS: dict[str, Callable[[dict[str, Any], str, str], dict[str, Any]]] = 
     "aws:kms/key:Key": lambda i, n, r: {"keyId": _short_hash(n, n=32)},
     "aws:iam/role:Role": lambda i, n, r: {"name": i.get("name") or f"{n}-{_short_hash(n, n=7)}",
                                           "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:role/{n}-{_short_hash(n, n=7)}"},
-    "aws:eks/nodeGroup:NodeGroup": lambda i, n, r: {"nodeGroupName": i.get("nodeGroupName") or n},
+    # EKS backs each managed node group with one Auto Scaling group (tagged for the Cluster Autoscaler)
+    "aws:eks/nodeGroup:NodeGroup": lambda i, n, r: {
+        "nodeGroupName": i.get("nodeGroupName") or n,
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{n}-{_short_hash(n, n=12)}"}]}]},
     # the AWS Load Balancer Controller fills a LoadBalancer Service's status with the NLB's name
     "kubernetes:core/v1:Service": lambda i, n, r: {"status": {"loadBalancer": {"ingress": [
         {"hostname": f"k8s-{n[:20]}-{_short_hash(n, n=10)}.elb.{r}.amazonaws.com"}]}}}

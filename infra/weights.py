@@ -75,7 +75,7 @@ def sync_init_container(where: WeightsLocation, region: str) -> dict[str, Any]:
         "image": settings.image("aws_cli").ref,
         "command": ["aws", "s3", "sync", where.uri, MODEL_DIR, "--only-show-errors", "--no-progress"],
         "env": _aws_env(region),
-        "resources": {"requests": {"cpu": "2", "memory": "2Gi"}},
+        "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
         "securityContext": container_security_context(read_only_root=True),
         "volumeMounts": [{"name": "models", "mountPath": "/models"}, {"name": "home", "mountPath": "/home/app"},
                          {"name": "tmp", "mountPath": "/tmp"}],
@@ -93,6 +93,8 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
               {"name": "tmp", "mountPath": "/tmp"}]
     pod = {
         "serviceAccountName": WEIGHTS_LOADER_SERVICE_ACCOUNT,
+        # S3 credentials come from EKS Pod Identity's own projected token; the job never calls the Kubernetes API
+        "automountServiceAccountToken": False,
         "restartPolicy": "OnFailure",
         "securityContext": pod_security_context(),
         "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Equal", "value": GPU_TAINT_VALUE,
@@ -106,7 +108,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             # consolidated .pth files that vLLM does not read
             "command": ["hf", "download", model, "--local-dir", MODEL_DIR, "--exclude", "original/*"],
             "env": download_env,
-            "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
+            "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
             "securityContext": container_security_context(read_only_root=True),
             "volumeMounts": mounts,
         }],
@@ -116,7 +118,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             "command": ["aws", "s3", "sync", MODEL_DIR, where.uri, "--only-show-errors", "--no-progress",
                         "--exclude", ".cache/*"],
             "env": _aws_env(region),
-            "resources": {"requests": {"cpu": "2", "memory": "2Gi"}},
+            "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
             "securityContext": container_security_context(read_only_root=True),
             "volumeMounts": mounts,
         }],

@@ -2,7 +2,7 @@
 evaluated for fit, SLO goodput, replica count and cost — or rejected with a reason.
 
 Reason codes: not-offered, no-price, no-gpu-specs, fractional-gpu, unsupported-precision,
-bad-parallelism, does-not-fit, misses-itl, misses-ttft.
+needs-checkpoint, bad-parallelism, does-not-fit, misses-itl, misses-ttft.
 """
 
 from __future__ import annotations
@@ -90,22 +90,26 @@ def size_replicas(demand_output_tokens_per_s: float, goodput_output_tokens_per_s
     return need, need + redundancy
 
 
-def instances_for(cand: Candidate, replicas: int, replicas_for_demand: int | None = None) -> int:
-    """Instances that hold `replicas`: packed replicas_per_instance to a node, or pp nodes each.
-
-    With spare replicas (replicas > replicas_for_demand), the loss of any one node must leave
-    the demand served: replicas are spread evenly (the serving pods' topology spread), so the
-    fullest node holds ceil(replicas / instances) and instances grow until
-    replicas − ceil(replicas / instances) ≥ replicas_for_demand. Otherwise a redundancy replica
-    packed onto the same 8-GPU node as the one it protects would protect nothing.
-    """
+def instances_for(cand: Candidate, replicas: int) -> int:
+    """Instances that hold `replicas`: packed replicas_per_instance to a node, or pp nodes each."""
     if cand.pp > 1:
         return replicas * cand.pp
-    n = math.ceil(replicas / cand.replicas_per_instance)
-    if replicas_for_demand is not None and replicas > replicas_for_demand:
-        while n < replicas and replicas - math.ceil(replicas / n) < replicas_for_demand:
-            n += 1
-    return n
+    return math.ceil(replicas / cand.replicas_per_instance)
+
+
+def replicas_with_spares(cand: Candidate, replicas_for_demand: int, redundancy: int) -> int:
+    """Replicas to run: the demand's plus `redundancy` spares, counted in failure units.
+
+    When one node holds several replicas (e.g. 8 × TP1 on a p4de), a spare replica on the same
+    node as the ones it protects protects nothing: the node is the failure unit. So spares are
+    whole nodes there (losing `redundancy` nodes still leaves the demand served), and the slots of
+    the nodes the plan pays for are filled with replicas, which is free headroom. With one
+    replica per node (or a replica spanning nodes) it is exactly `redundancy` extra replicas.
+    """
+    rpi = cand.replicas_per_instance
+    if redundancy <= 0 or cand.pp > 1 or rpi <= 1:
+        return replicas_for_demand + max(redundancy, 0)
+    return (math.ceil(replicas_for_demand / rpi) + redundancy) * rpi
 
 
 def strategy_allows(strategy: str, inst: Instance) -> bool:
@@ -190,6 +194,10 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
     if why:
         reject("unsupported-precision", why)
         return None
+    if cat.precision(cand.precision).needs_prequantized_checkpoint and cand.precision not in w.checkpoints:
+        reject("needs-checkpoint", f"{cand.precision} needs a pre-quantized checkpoint of {model.hf_id}: set "
+               f"llmcap:workload.checkpoints.{cand.precision} to its Hugging Face id")
+        return None
     price = cat.price(inst.instance_type, region, purchase)
     if price is None:
         reject("no-price", f"no {purchase} price for {inst.instance_type} in {region} in the catalog")
@@ -216,9 +224,10 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
     if tokens <= 0 or conc <= 0:
         reject("misses-itl", "no load meets the SLO")
         return None
-    need, replicas = size_replicas(demand.output_tokens_per_s, tokens, hw.redundancy,
-                                   demand.concurrent_users if demand.mode == "closed" else None, conc)
-    instances = instances_for(cand, replicas, need)
+    need, _ = size_replicas(demand.output_tokens_per_s, tokens, hw.redundancy,
+                            demand.concurrent_users if demand.mode == "closed" else None, conc)
+    replicas = replicas_with_spares(cand, need, hw.redundancy)
+    instances = instances_for(cand, replicas)
     return Evaluated(cand=cand, fit=fit, gp=gp, usd_per_instance_hour=price.usd_per_hour,
                      price_source=f"{price.source} ({price.as_of})", replicas_for_demand=need, replicas=replicas,
                      instances=instances, usd_per_hour=instances * price.usd_per_hour,
@@ -230,9 +239,10 @@ def resize(ev: Evaluated, demand: Demand, redundancy: int, goodput_scale: float 
 
     Goodput per replica does not depend on how much demand there is, so a users or rate sweep
     evaluates each candidate once and re-sizes it per point; agrees with `evaluate` (tested)."""
-    need, replicas = size_replicas(demand.output_tokens_per_s, ev.gp.output_tokens_per_s * goodput_scale,
-                                   redundancy, demand.concurrent_users if demand.mode == "closed" else None,
-                                   ev.gp.concurrency * goodput_scale)
-    instances = instances_for(ev.cand, replicas, need)
+    need, _ = size_replicas(demand.output_tokens_per_s, ev.gp.output_tokens_per_s * goodput_scale,
+                            redundancy, demand.concurrent_users if demand.mode == "closed" else None,
+                            ev.gp.concurrency * goodput_scale)
+    replicas = replicas_with_spares(ev.cand, need, redundancy)
+    instances = instances_for(ev.cand, replicas)
     return replace(ev, replicas_for_demand=need, replicas=replicas, instances=instances,
                    usd_per_hour=instances * ev.usd_per_instance_hour)

@@ -190,6 +190,7 @@ class PrecisionFormat:
     native_activation_archs: tuple[str, ...]
     supported_archs: tuple[str, ...]  # GPU generations that run it at all (natively or weight-only)
     fallback_on_other_archs: str  # "weight-only" or "none" (unsupported)
+    needs_prequantized_checkpoint: bool  # AWQ/GPTQ/INT8/FP4 need a quantized checkpoint; FP8 quantizes on load
     vllm_quantization: str
     source: str
     as_of: str
@@ -355,7 +356,9 @@ class Catalog:
             activation_dtype_native=r["activation_dtype_native"],
             native_activation_archs=tuple(a for a in r["native_activation_archs"].split(";") if a),
             supported_archs=tuple(a for a in r["supported_archs"].split(";") if a),
-            fallback_on_other_archs=r["fallback_on_other_archs"], vllm_quantization=r["vllm_quantization"],
+            fallback_on_other_archs=r["fallback_on_other_archs"],
+            needs_prequantized_checkpoint=_yes(r["needs_prequantized_checkpoint"]),
+            vllm_quantization=r["vllm_quantization"],
             source=r["source"], as_of=r["as_of"]) for r in self._rows("precisions.csv")}
 
     @cached_property

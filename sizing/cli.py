@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import typer
 
-from sizing.commands import aws_cmds, bench_cmds, catalog_cmds, compare_cmd, diff_cmd, estimate, plan_cmd, render, validate
+from sizing.commands import (
+    aws_cmds,
+    bench_cmds,
+    catalog_cmds,
+    compare_cmd,
+    diff_cmd,
+    estimate,
+    plan_cmd,
+    render,
+    validate,
+)
 
 app = typer.Typer(
     name="llmcap",

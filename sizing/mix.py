@@ -62,13 +62,8 @@ def _instances_for(ev: Evaluated, replicas: int) -> int:
 
 
 def pool_instances(parts: list[tuple[Evaluated, int]], redundancy: int) -> list[int]:
-    """Instances of each (candidate, replicas) pool; the first pool carries the spare replicas
-    and is spread so one node loss leaves its share of the demand served (as the Plan builds it)."""
-    out = []
-    for i, (ev, replicas) in enumerate(parts):
-        red = min(redundancy, replicas - 1) if i == 0 and replicas > 1 else 0
-        out.append(instances_for(ev.cand, replicas, replicas - red))
-    return out
+    """Instances of each (candidate, replicas) pool, packed as the Plan builds them."""
+    return [instances_for(ev.cand, replicas) for ev, replicas in parts]
 
 
 def _best_pair(a: Evaluated, b: Evaluated, redundancy: int) -> Mix | None:

@@ -76,6 +76,9 @@ class Pool(_M):
     usd_per_hour: float  # desired instances
     demand_share: float = 1.0  # share of the demand this pool serves
     local_nvme_gb: int = 0
+    checkpoint_gib: float = 0.0  # the checkpoint a replica downloads (16-bit when quantized on load)
+    model_cache_gib_per_node: float = 0.0  # one model copy cached on each node
+    root_volume_gib: int = 0  # root EBS volume per GPU node: vLLM image + model cache + OS margin
     vllm: VllmSettings
     per_replica: PerReplica
 

@@ -25,8 +25,8 @@ from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSetting
 from sizing.platform_defaults import number, setting
 from sizing.stack import Stack
 
-REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "unsupported-precision", "no-price",
-                "bad-parallelism", "not-offered", "fractional-gpu", "no-gpu-specs")
+REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint", "unsupported-precision",
+                "no-price", "bad-parallelism", "not-offered", "fractional-gpu", "no-gpu-specs")
 
 
 def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
@@ -41,7 +41,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     ev, w, hw = part.ev, stack.workload, stack.hardware
     c = ev.cand
     inst = c.instance
-    instances = instances_for(c, replicas, replicas - redundancy_replicas)
+    instances = instances_for(c, replicas)
     inst_max = math.ceil(instances * (1 + hw.autoscaling_headroom))
     if c.pp > 1:
         inst_max = math.ceil(inst_max / c.pp) * c.pp
@@ -58,8 +58,9 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         at = estimate_open_loop(cat, cfg, shape, rate)
     eng = cat.engine(w.engine)
     fmt = cat.precision(c.precision)
-    weights_gb = ev.fit.weights_gib * GIB / 1e9
-    load_s = weights_gb / c.pp / number("weights_load_gbs_s3")
+    ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
+    cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
+    load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
     return Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
@@ -68,8 +69,11 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         instances_min=instances, instances_desired=instances, instances_max=inst_max, replicas_max=replicas_max,
         precision=c.precision, purchase=purchase, usd_per_instance_hour=price, usd_per_hour=instances * price,
         demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
+        checkpoint_gib=round(ckpt_gib, 3), model_cache_gib_per_node=round(cache_gib, 3),
+        root_volume_gib=root_volume_gib(cache_gib),
         vllm=VllmSettings(
-            model=model.hf_id, served_model_name=model.short_name, tensor_parallel_size=c.tp,
+            model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
+            tensor_parallel_size=c.tp,
             pipeline_parallel_size=c.pp, max_model_len=w.context_tokens,
             max_num_seqs=max(1, min(ev.fit.max_concurrent_sequences, eng.default_max_num_seqs)),
             max_num_batched_tokens=eng.default_max_num_batched_tokens,
@@ -88,14 +92,32 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     )
 
 
+def checkpoint_gib(cat: Catalog, model: ModelArch, stack: Stack, precision: str) -> float:
+    """Size of the checkpoint a replica downloads and caches (GiB): the 16-bit model when vLLM
+    quantizes on load (fp8 without a checkpoint), else the weights as served."""
+    from sizing.memory import weight_bytes_per_replica
+
+    fmt = cat.precision(precision)
+    on_load = precision not in stack.workload.checkpoints and not fmt.needs_prequantized_checkpoint \
+        and fmt.weight_bits < 16
+    src = cat.precision("bf16") if on_load else fmt
+    return weight_bytes_per_replica(model, src) / GIB
+
+
+def root_volume_gib(model_cache_gib_per_node: float) -> int:
+    """Root EBS volume of a GPU node (GiB): the vLLM image + one model copy + OS margin."""
+    return math.ceil(number("vllm_image_gib") + model_cache_gib_per_node + number("root_volume_margin_gib"))
+
+
 def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, mix: Mix,
                         warnings: list[str]) -> list[Pool]:
     hw = stack.hardware
+    strategy_single = len(mix.parts) == 1
     pools: list[Pool] = []
     for i, part in enumerate(mix.parts):
         ev = part.ev
-        red = hw.redundancy if i == 0 else 0
-        red = min(red, part.replicas - 1) if part.replicas > 1 else 0
+        red = (part.replicas - ev.replicas_for_demand if strategy_single else hw.redundancy) if i == 0 else 0
+        red = max(0, min(red, part.replicas - 1)) if part.replicas > 1 else 0
         t, region = ev.cand.instance.instance_type, stack.region
         if hw.purchase != "mixed":
             pools.append(_pool(cat, model, stack, demand, part, hw.purchase, part.replicas, red,
@@ -185,13 +207,12 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         rps = (demand.concurrent_users or 0) / max(e2e_s, 1e-6)
     in_tps = rps * w.prompt_tokens.mean * (1 - 0.0)
     out_tps = demand.output_tokens_per_s
-    weights_gib = sum(p.per_replica.weights_gib_per_gpu * p.tensor_parallel * p.pipeline_parallel
-                      for p in pools[:1])
-    root_gib_each = number("vllm_image_gib") + weights_gib / max(lead.pipeline_parallel, 1) + number(
-        "root_volume_margin_gib")
-    system_type = getattr(stack.deployment, "system_node_instance_type", None) or setting("system_node_instance_type")
-    plat = platform_lines(cat, stack.region, weights_gib, root_gib_each * sum(p.instances_desired for p in pools),
-                          system_type, int(number("system_node_count")), int(number("nat_gateways")))
+    d = stack.deployment
+    system_type = d.system_node_instance_type or setting("system_node_instance_type")
+    system_nodes = d.system_node_count or int(number("system_node_count"))
+    nat = 0 if d.vpc_id else (d.nat_gateways if d.nat_gateways is not None else int(number("nat_gateways")))
+    plat = platform_lines(cat, stack.region, max(p.checkpoint_gib for p in pools),
+                          sum(p.root_volume_gib * p.instances_desired for p in pools), system_type, system_nodes, nat)
     plat_month = sum(line.usd_per_month or 0.0 for line in plat)
     for line in plat:
         if line.usd_per_month is None:
@@ -215,10 +236,9 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         utilization=round(out_tps / capacity, 4) if capacity else 0.0,
         demand_output_tokens_per_s=round(out_tps, 2), capacity_output_tokens_per_s=round(capacity, 2))
     for p in pools:
-        if p.precision in ("int4-awq", "int4-gptq", "int8", "fp4"):
-            warnings.append(f"{p.name}: {p.precision} needs a pre-quantized checkpoint of {model.hf_id}; set "
-                            "llmcap:workload.model to it before `pulumi up` (vLLM --quantization "
-                            f"{p.vllm.quantization})")
+        if p.vllm.model != model.hf_id:
+            warnings.append(f"{p.name}: serves the {p.precision} checkpoint {p.vllm.model} of {model.hf_id}; "
+                            "its quality is the checkpoint's, not the base model's")
         if p.nodes_per_replica > 1:
             warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel over "
                             "the network); deployed as a LeaderWorkerSet")

@@ -88,6 +88,10 @@ class WorkloadSpec(_Strict):
                        description="catalog name or Hugging Face id, or a path to a config.json")
     precision: Precision | list[Precision] = Field(
         default="bf16", description="one precision, or the list the user accepts (the planner picks)")
+    checkpoints: dict[Precision, str] = Field(
+        default_factory=dict,
+        description="pre-quantized Hugging Face checkpoints by precision, e.g. {int4-awq: org/model-AWQ}; "
+                    "int4-awq, int4-gptq, int8 and fp4 need one, fp8 quantizes the 16-bit model on load")
     kv_cache_dtype: KvCacheDtype = "auto"
     prompt_tokens: TokenLength
     output_tokens: TokenLength
@@ -109,6 +113,14 @@ class WorkloadSpec(_Strict):
                 raise ValueError("list at least one precision")
             if len(set(v)) != len(v):
                 raise ValueError("precisions are listed twice")
+        return v
+
+    @field_validator("checkpoints", mode="after")
+    @classmethod
+    def _checkpoint_ids(cls, v: dict[str, str]) -> dict[str, str]:
+        for k, ident in v.items():
+            if not ident.strip() or len(ident) > 500:
+                raise ValueError(f"checkpoint for {k} must be a Hugging Face id or a path")
         return v
 
     @model_validator(mode="after")

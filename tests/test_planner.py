@@ -41,6 +41,15 @@ def test_worked_replica_example() -> None:
     assert total * 4 == 20
 
 
+def test_spares_are_whole_nodes_when_nodes_hold_several_replicas() -> None:
+    p = plan("scaleup-a100", "workload.precision=fp16", "hardware.redundancy=1")
+    pool = p.pools[0]
+    if pool.replicas_per_instance > 1:
+        lost = pool.replicas_per_instance  # one node's replicas
+        assert pool.replicas - lost >= pool.replicas_for_demand
+        assert pool.replicas == pool.instances_desired * pool.replicas_per_instance
+
+
 def test_concurrent_users_bound_replicas_by_slo_concurrency() -> None:
     # 100 active users, replica meets the SLO up to 30 in flight: 4 replicas even if tokens say 2
     need, total = size_replicas(100 * 40, 2500, 1, concurrent_users=100, goodput_concurrency_per_replica=30)
@@ -125,6 +134,8 @@ def _brute_force_cheapest(st_: Stack, gpus: list[str]) -> float:
             continue
         n = int(inst.gpu_count)
         for prec in w.precisions:
+            if CAT.precision(prec).needs_prequantized_checkpoint and prec not in w.checkpoints:
+                continue
             for tp in (1, 2, 4, 8):
                 if tp > n or n % tp or m.num_attention_heads % tp:
                     continue
@@ -138,8 +149,10 @@ def _brute_force_cheapest(st_: Stack, gpus: list[str]) -> float:
                 users = w.traffic.concurrent_users or 0
                 need = max(math.ceil(users * w.tokens_per_s_per_user / g.output_tokens_per_s - 1e-9),
                            math.ceil(users / g.concurrency - 1e-9), 1)
-                replicas = need + hw.redundancy
-                best = min(best, math.ceil(replicas / (n // tp)) * price.usd_per_hour)
+                per_node = n // tp
+                # spares are whole nodes when a node holds several replicas (the failure unit)
+                nodes = need + hw.redundancy if per_node == 1 else math.ceil(need / per_node) + hw.redundancy
+                best = min(best, nodes * price.usd_per_hour)
     return best
 
 

@@ -1,0 +1,90 @@
+"""Cluster add-ons the serving stack relies on, as pinned Helm releases on the system node group
+(`llmcap:infra:ClusterAddons`, created with the cluster's Kubernetes provider):
+
+- AWS Load Balancer Controller: provisions the router's NLB (`loadBalancerClass: service.k8s.aws/nlb`).
+  Its IAM role and Pod Identity association are the cluster's (infra/cluster.py).
+- Cluster Autoscaler: resizes the GPU node groups' Auto Scaling groups when KEDA adds replicas up to the
+  plan's replicas_max (and removes idle nodes again), auto-discovering the groups by their tags
+  (infra/nodegroups.py). Its IAM role is infra/addons_iam.py.
+
+Versions and sources: infra/data/versions.yaml. The values are built by pure functions (tested)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra import settings
+from infra.names import (
+    CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
+    COMPONENT_PREFIX,
+    LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
+    ROLE_LABEL,
+)
+
+LOAD_BALANCER_CONTROLLER_CHART = "aws_load_balancer_controller"
+CLUSTER_AUTOSCALER_CHART = "cluster_autoscaler"
+SYSTEM_NODES = {ROLE_LABEL: "system"}  # the untainted CPU node group (infra/cluster.py)
+
+
+def load_balancer_controller_values(cluster_name: str, vpc_id: str, region: str) -> dict[str, Any]:
+    return {
+        "clusterName": cluster_name,
+        "region": region,  # explicit: no IMDS lookup needed
+        "vpcId": vpc_id,
+        # the chart creates the account; its AWS permissions come from the Pod Identity association
+        "serviceAccount": {"create": True, "name": LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT},
+        "nodeSelector": SYSTEM_NODES,
+        # llmcap's Services name their loadBalancerClass; without this webhook, creating any Service does
+        # not depend on the controller's pods being up
+        "enableServiceMutatorWebhook": False,
+    }
+
+
+def cluster_autoscaler_values(cluster_name: str, region: str) -> dict[str, Any]:
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": region,
+        # --node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<name>
+        "autoDiscovery": {"clusterName": cluster_name},
+        "rbac": {"serviceAccount": {"create": True, "name": CLUSTER_AUTOSCALER_SERVICE_ACCOUNT}},
+        "nodeSelector": SYSTEM_NODES,
+    }
+
+
+@dataclass
+class ClusterAddonsArgs:
+    cluster_name: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    region: str
+    # what every release waits for: system nodes, core add-ons, the add-ons' Pod Identity associations
+    # (EKS injects credentials at pod creation, so an association must exist before the pod starts)
+    after: list[pulumi.Resource] = field(default_factory=list)
+
+
+class ClusterAddons(pulumi.ComponentResource):
+    load_balancer_controller: k8s.helm.v3.Release
+    cluster_autoscaler: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: ClusterAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{COMPONENT_PREFIX}ClusterAddons", name, None, opts)
+        lbc_values = pulumi.Output.all(args.cluster_name, args.vpc_id).apply(
+            lambda a: load_balancer_controller_values(a[0], a[1], args.region))
+        self.load_balancer_controller = self._release(LOAD_BALANCER_CONTROLLER_CHART, lbc_values, args.after)
+        ca_values = pulumi.Output.from_input(args.cluster_name).apply(
+            lambda c: cluster_autoscaler_values(c, args.region))
+        self.cluster_autoscaler = self._release(CLUSTER_AUTOSCALER_CHART, ca_values, args.after)
+        self.register_outputs({"loadBalancerController": self.load_balancer_controller.status,
+                               "clusterAutoscaler": self.cluster_autoscaler.status})
+
+    def _release(self, key: str, values: pulumi.Input[dict[str, Any]], after: list[pulumi.Resource]
+                 ) -> k8s.helm.v3.Release:
+        c = settings.chart(key)
+        return k8s.helm.v3.Release(
+            c.name, name=c.name, chart=c.chart, version=c.version, namespace=c.namespace,
+            create_namespace=False, values=values,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=c.repo),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
