@@ -88,7 +88,7 @@ class WorkloadSpec(_Strict):
                        description="catalog name or Hugging Face id, or a path to a config.json")
     precision: Precision | list[Precision] = Field(
         default="bf16", description="one precision, or the list the user accepts (the planner picks)")
-    checkpoints: dict[Precision, str] = Field(
+    checkpoints: dict[str, str] = Field(
         default_factory=dict,
         description="pre-quantized Hugging Face checkpoints by precision, e.g. {int4-awq: org/model-AWQ}; "
                     "int4-awq, int4-gptq, int8 and fp4 need one, fp8 quantizes the 16-bit model on load")
@@ -119,6 +119,8 @@ class WorkloadSpec(_Strict):
     @classmethod
     def _checkpoint_ids(cls, v: dict[str, str]) -> dict[str, str]:
         for k, ident in v.items():
+            if k not in PRECISIONS:
+                raise ValueError(f"checkpoint key {k!r} is not a precision ({', '.join(PRECISIONS)})")
             if not ident.strip() or len(ident) > 500:
                 raise ValueError(f"checkpoint for {k} must be a Hugging Face id or a path")
         return v
