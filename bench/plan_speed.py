@@ -1,0 +1,41 @@
+"""Wall time of `llmcap plan stacks/Pulumi.dev.yaml`, Python start-up included (target < 1 s).
+
+Run: python bench/plan_speed.py [--runs N] [STACK ...]
+Prints the best and median of N runs of the installed console script (or `python -m sizing.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("stacks", nargs="*", default=["stacks/Pulumi.dev.yaml", "stacks/Pulumi.prod.yaml",
+                                                  "stacks/Pulumi.llama70b.yaml"])
+    args = ap.parse_args()
+    exe = shutil.which("llmcap")
+    base = [exe] if exe else [sys.executable, "-m", "sizing.cli"]
+    print(f"{'stack':34} {'best s':>8} {'median s':>9}  (runs={args.runs}, {' '.join(base)})")
+    for stack in args.stacks:
+        times = []
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            subprocess.run(base + ["plan", stack, "--format", "json"], cwd=ROOT, check=True,
+                           stdout=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t)
+        print(f"{stack:34} {min(times):8.3f} {statistics.median(times):9.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
