@@ -12,6 +12,7 @@ and "Scaling a node group to 0")."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -112,6 +113,14 @@ def node_template_tags(pool: Pool) -> dict[str, str]:
     return tags
 
 
+def _autoscaling_group_name(resources: Sequence[aws.eks.outputs.NodeGroupResource]) -> str:
+    """The Auto Scaling group behind a managed node group (EKS creates exactly one)."""
+    groups = resources[0].autoscaling_groups if resources else None
+    if not groups or not groups[0].name:
+        raise ValueError("EKS returned a managed node group without its Auto Scaling group")
+    return groups[0].name
+
+
 class GpuNodeGroups(pulumi.ComponentResource):
     node_groups: dict[str, aws.eks.NodeGroup]
 
@@ -154,7 +163,7 @@ class GpuNodeGroups(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
         )
         # node-group tags do not reach the Auto Scaling group; the autoscaler reads them there
-        asg_name = ng.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)  # one per managed group
+        asg_name = ng.resources.apply(_autoscaling_group_name)
         for key, value in sorted(template.items()):
             slug = key.removeprefix(NODE_TEMPLATE_TAG + "/").replace("/", "-")  # e.g. taint-nvidia.com-gpu
             aws.autoscaling.Tag(f"{name}-{pool.name}-{slug}", autoscaling_group_name=asg_name,

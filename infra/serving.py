@@ -117,8 +117,9 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         "command": ["vllm", "serve"],
         "args": args,
         "env": env,
-        "resources": {"requests": {"cpu": str(s["pod"]["cpu_request"]), "memory": str(s["pod"]["memory_request"]),
-                                   "nvidia.com/gpu": gpus},
+        # CPU and memory are the node's allocatable share per replica, as the plan sized them
+        "resources": {"requests": {"cpu": f"{pool.cpu_millicores_per_replica}m",
+                                   "memory": f"{pool.memory_mib_per_replica}Mi", "nvidia.com/gpu": gpus},
                       "limits": {"nvidia.com/gpu": gpus}},
         # vLLM writes JIT kernels and compile caches at run time in places beyond HOME, so the root
         # filesystem stays writable; everything else of the restricted profile applies

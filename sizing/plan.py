@@ -79,6 +79,8 @@ class Pool(_M):
     checkpoint_gib: float = 0.0  # the checkpoint a replica downloads (16-bit when quantized on load)
     model_cache_gib_per_node: float = 0.0  # one model copy cached on each node
     root_volume_gib: int = 0  # root EBS volume per GPU node: vLLM image + model cache + OS margin
+    cpu_millicores_per_replica: int = 0  # pod CPU request: the node's allocatable vCPUs split between its replicas
+    memory_mib_per_replica: int = 0  # pod memory request, likewise (per node for a multi-node replica)
     vllm: VllmSettings
     per_replica: PerReplica
 

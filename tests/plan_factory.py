@@ -24,6 +24,7 @@ def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu
                       else instances_max // nodes_per_replica),
         precision=precision, purchase=purchase, usd_per_instance_hour=usd_per_instance_hour,
         usd_per_hour=usd_per_instance_hour * instances_desired, local_nvme_gb=local_nvme_gb,
+        cpu_millicores_per_replica=11700, memory_mib_per_replica=48384,
         vllm=VllmSettings(model=model, served_model_name=model.split("/")[-1].lower(), tensor_parallel_size=tp,
                           pipeline_parallel_size=pp, max_model_len=1536, max_num_seqs=64,
                           max_num_batched_tokens=8192, gpu_memory_utilization=0.9,
