@@ -210,12 +210,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)
     capacity = sum(p.replicas * p.per_replica.goodput_output_tokens_per_s for p in pools)
     lead = pools[0]
-    # requests/s for the API bill: given, or Little's law over the planned e2e latency
-    if demand.requests_per_s:
-        rps = demand.requests_per_s
-    else:
-        e2e_s = (lead.per_replica.ttft_ms + (w.output_tokens.mean - 1) * lead.per_replica.itl_ms) / 1000.0
-        rps = (demand.concurrent_users or 0) / max(e2e_s, 1e-6)
+    # requests/s of the demand the plan is sized on: given, or output demand ÷ output tokens per request
+    rps = demand.requests_per_s or demand.output_tokens_per_s / w.output_tokens.mean
     in_tps = rps * w.prompt_tokens.mean * (1 - 0.0)
     out_tps = demand.output_tokens_per_s
     d = stack.deployment

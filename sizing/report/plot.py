@@ -61,6 +61,9 @@ def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
             for ax in (ax1, ax2):
                 ax.axvspan(lo, hi, color=color, alpha=0.12, lw=0,
                            label=f"{name}: no plan meets the SLO" if ax is ax1 and k == 0 else None)
+    n_cross = len(sw["crossovers"])
+    step = min(0.13, 0.8 / max(n_cross, 1))  # one height per label so none hides another
+    size = 10 if n_cross <= 5 else 8
     for j, c in enumerate(sw["crossovers"]):
         x = c["x"]
         y = max(c["usd_per_month_at_x"].values())
@@ -69,8 +72,8 @@ def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
         ax1.plot([x], [y], marker="o", color="black", ms=7, zorder=5)
         # labels stacked down the upper part of the panel so close crossovers do not overlap
         ax1.annotate(f"crossover {j + 1}: {x:.4g} {_short(sw['variable'])}\n{c['cheaper_after']} cheaper above",
-                     xy=(x, y), xytext=(x, 0.93 - 0.13 * (j % 5)), textcoords=("data", "axes fraction"),
-                     fontsize=10, ha="left" if _frac(xs, x, sw["log_spaced"]) < 0.7 else "right", va="top",
+                     xy=(x, y), xytext=(x, 0.93 - step * j), textcoords=("data", "axes fraction"),
+                     fontsize=size, ha="left" if _frac(xs, x, sw["log_spaced"]) < 0.7 else "right", va="top",
                      arrowprops={"arrowstyle": "->", "color": "black", "shrinkB": 4},
                      bbox={"boxstyle": "round", "fc": "white", "ec": "0.5", "alpha": 0.9})
     for e in sw["feasibility_edges"]:
