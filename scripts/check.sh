@@ -3,6 +3,6 @@
 # inside the project's virtualenv (see README "Quick start").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ruff check sizing infra tests bench scripts
+ruff check sizing infra tests bench scripts policy
 mypy sizing
 python -m pytest -q -p no:cacheprovider "$@"
