@@ -452,8 +452,10 @@ def find_crossovers(var: str, series: dict[str, list[SweepPoint]],
                     x0, x1 = last[1].x, pa.x
                     new_cheaper = b if s > 0 else a
                     if price_at is not None:
+                        pf: Callable[[str, float], float | None] = price_at
+
                         def holds(x: float, _s: int = s, _a: str = a, _b: str = b,
-                                  _p: Callable[[str, float], float | None] = price_at) -> bool:
+                                  _p: Callable[[str, float], float | None] = pf) -> bool:
                             ya, yb = _p(_a, x), _p(_b, x)
                             return ya is not None and yb is not None and _sign(ya, yb) == _s
                         x0, x1 = _refine(x0, x1, var, holds)
@@ -482,8 +484,10 @@ def find_feasibility_edges(var: str, series: dict[str, list[SweepPoint]],
                 continue
             x0, x1 = p0.x, p1.x
             if price_at is not None:
+                pf: Callable[[str, float], float | None] = price_at
+
                 def holds(x: float, _f1: bool = f1, _n: str = name,
-                          _p: Callable[[str, float], float | None] = price_at) -> bool:
+                          _p: Callable[[str, float], float | None] = pf) -> bool:
                     return (_p(_n, x) is not None) == _f1
                 x0, x1 = _refine(x0, x1, var, holds)
             feasible_side = "above" if f1 else "below"
