@@ -62,6 +62,7 @@ class Side(_M):
     usd_per_month_min: float | None = None
     usd_per_month_max: float | None = None
     usd_per_million_output_tokens: float | None = None  # all-in, planned load
+    budget_usd_month: float | None = None  # the stack's llmcap:budget_usd_month (all-in), if set
     demand_output_tokens_per_s: float | None = None
     concurrent_users: float | None = None
     ttft_p95_ms_slo: float | None = None
@@ -121,7 +122,7 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
         usd_per_month_max=round(t.usd_per_month_max + platform, 2),
         usd_per_million_output_tokens=t.all_in_usd_per_million_output_tokens,
         demand_output_tokens_per_s=t.demand_output_tokens_per_s,
-        concurrent_users=traffic.get("concurrent_users"),
+        concurrent_users=traffic.get("concurrent_users"), budget_usd_month=plan.budget_usd_month,
         ttft_p95_ms_slo=slo.get("ttft_p95_ms"), itl_p95_ms_slo=slo.get("itl_p95_ms"),
         cheapest_api=ApiPick(provider=api.provider, model=api.model,
                              usd_per_month_same_traffic=api.usd_per_month_same_traffic,

@@ -166,6 +166,7 @@ class Plan(_M):
     rejections: list[Rejection] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
+    budget_usd_month: float | None = None  # the stack's llmcap:budget_usd_month, if set (all-in)
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

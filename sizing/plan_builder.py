@@ -263,6 +263,9 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
             assumptions.append(f"calibration overlay: {note[1]}")
     if cat.overridden:
         assumptions.append(f"catalog overrides from {cat.directory}: {', '.join(cat.overridden)}")
+    if stack.budget_usd_month is not None and totals.all_in_usd_per_month > stack.budget_usd_month:
+        warnings.append(f"all-in ${totals.all_in_usd_per_month:,.0f}/month is above llmcap:budget_usd_month "
+                        f"${stack.budget_usd_month:,.0f}")
     chosen_key = (best.cand.instance.instance_type, best.cand.precision, best.cand.tp, best.cand.pp)
     return Plan(
         stack=stack.name, region=stack.region, model=model.hf_id, strategy=strategy, purchase=hw.purchase,
@@ -271,7 +274,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
                 "input_tokens_per_s": round(in_tps, 2)},
         pools=pools, totals=totals, cost_lines=gpu_lines + plat, api_comparison=apis,
         alternatives=_alternatives(best.usd_per_hour, chosen_key, main, others, strategy),
-        rejections=main.rejections, warnings=warnings, assumptions=assumptions)
+        rejections=main.rejections, warnings=warnings, assumptions=assumptions,
+        budget_usd_month=stack.budget_usd_month)
 
 
 def _gpu_line(p: Pool) -> Any:

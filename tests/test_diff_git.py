@@ -128,3 +128,15 @@ def test_glob_star_stays_in_one_folder(repo: Path, monkeypatch: pytest.MonkeyPat
     (nested / "y.yaml").write_text("still: not a stack\n")
     code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
     assert code == 0 and json.loads(out)["stacks"] == []
+
+
+def test_a_stack_over_its_own_budget_fails_the_gate(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    text = dev.read_text().replace("concurrent_users: 100", "concurrent_users: 200")
+    dev.write_text(text + "  llmcap:budget_usd_month: 1000000\n")
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--stacks", "stacks/Pulumi.dev.yaml")
+    assert code == 0, out
+    dev.write_text(text + "  llmcap:budget_usd_month: 5000\n")
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--stacks", "stacks/Pulumi.dev.yaml")
+    assert code == 1
+    assert "stack dev: $" in out and "above its llmcap:budget_usd_month $5,000" in out

@@ -62,7 +62,8 @@ def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> Non
 
 
 def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month: float | None) -> None:
-    """Exit 1 (CheckFailedError) when the increase or the new total crosses a limit."""
+    """Exit 1 (CheckFailedError) when the increase or the new total crosses a limit, or a stack's
+    monthly cost after the change is above its own llmcap:budget_usd_month."""
     from sizing.errors import CheckFailedError
 
     problems: list[str] = []
@@ -75,6 +76,12 @@ def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month:
     if budget_usd_month is not None and d.total_after_usd_per_month > budget_usd_month:
         problems.append(f"monthly cost after the change is ${d.total_after_usd_per_month:,.0f}, above "
                         f"--budget-usd-month ${budget_usd_month:,.0f}")
+    for sd in d.stacks:
+        a = sd.after
+        if a is not None and a.budget_usd_month is not None and a.usd_per_month is not None \
+                and a.usd_per_month > a.budget_usd_month:
+            problems.append(f"stack {sd.stack}: ${a.usd_per_month:,.0f}/month after the change is above its "
+                            f"llmcap:budget_usd_month ${a.budget_usd_month:,.0f}")
     if problems:
         raise CheckFailedError(problems[0], problems)
 
