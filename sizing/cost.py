@@ -147,6 +147,8 @@ def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volum
              "cpu_instance_prices.csv"),
         line("NAT gateways", nat_gateways, "gateways", unit("NAT gateway hourly"), HOURS_PER_MONTH,
              "platform_prices.csv"),
+        line("Public IPv4 addresses (NAT gateways)", nat_gateways, "addresses", unit("Public IPv4 address"),
+             HOURS_PER_MONTH, "platform_prices.csv"),
         line("Weights storage (S3 Standard)", round(weights_gib * 2**30 / 1e9, 1), "GB",
              unit("S3 Standard storage, first 50 TB/month"), 1.0, "platform_prices.csv"),
         line("Node root volumes (EBS gp3)", round(root_volume_gib_total * 2**30 / 1e9, 1), "GB",

@@ -140,3 +140,17 @@ def test_a_stack_over_its_own_budget_fails_the_gate(repo: Path, monkeypatch: pyt
     code, out = run(repo, monkeypatch, "--base", "HEAD", "--stacks", "stacks/Pulumi.dev.yaml")
     assert code == 1
     assert "stack dev: $" in out and "above its llmcap:budget_usd_month $5,000" in out
+
+
+def test_render_prices_every_resource_of_the_changed_stack(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("concurrent_users: 100", "concurrent_users: 200"))
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--stacks", "stacks/Pulumi.dev.yaml", "--render",
+                    "--format", "json")
+    assert code == 0, out
+    lines = json.loads(out)["stacks"][0]["after"]["resources"]
+    names = [ln["name"] for ln in lines]
+    assert any(n.startswith("GPU instances (on-demand, g") for n in names), names
+    assert any("NAT" in n for n in names) and any("EKS" in n for n in names), names
+    for ln in lines:  # every line is priced or says so; never a silent $0
+        assert ln["usd_per_month"] is None or ln["usd_per_month"] > 0 or ln.get("quantity") == 0, ln

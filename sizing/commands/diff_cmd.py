@@ -61,6 +61,35 @@ def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> Non
         attach_resources(d, stack, price_resources(resources, PricingContext(cat, region)))
 
 
+def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path | None) -> None:
+    """`--render`: run each changed stack's head side through the Pulumi program under the mock
+    engine (as `llmcap render` does) and price every resource it would create."""
+    import json
+    import tempfile
+
+    from infra.render import render_stack, resources_document  # heavy (pulumi): only with --render
+    from sizing.catalog import load_catalog
+    from sizing.diff import attach_resources, config_from_text, files_at, repo_root
+    from sizing.planner import plan_stack
+    from sizing.pricing import PricingContext, load_resources, price_resources
+    from sizing.stack import stack_from_config, stack_name
+
+    cat = load_catalog(catalog)
+    texts = files_at(head, repo_root(Path.cwd()), pattern)
+    wanted = {s.stack for s in d.stacks if s.after is not None and s.after.planned}
+    for path, text in texts.items():
+        name = stack_name(Path(path))
+        if name not in wanted:
+            continue
+        stack = stack_from_config(name, config_from_text(text, path), path)
+        result = render_stack(stack, plan_stack(stack, cat, None, goodput_scale=None), cat)
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / "resources.json"
+            f.write_text(json.dumps(resources_document(result)))
+            lines = price_resources(load_resources(f), PricingContext(cat, stack.region))
+        attach_resources(d, name, lines)
+
+
 def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month: float | None) -> None:
     """Exit 1 (CheckFailedError) when the increase or the new total crosses a limit, or a stack's
     monthly cost after the change is above its own llmcap:budget_usd_month."""
@@ -101,6 +130,8 @@ def diff(
                                                     help="exit 1 if the monthly cost rises by more than P %"),
     budget_usd_month: float | None = typer.Option(None, "--budget-usd-month",
                                                   help="exit 1 if the monthly cost after the change exceeds N USD"),
+    render_resources: bool = typer.Option(False, "--render", help="price every resource of each changed "
+                                          "stack's rendered program (Pulumi mock engine, a few seconds a stack)"),
     out: Path | None = typer.Option(None, "--out", help="also write the output here"),
     catalog: Path | None = typer.Option(None, "--catalog", help="catalog directory (llmcap catalog refresh)"),
 ) -> None:
@@ -119,6 +150,10 @@ def diff(
         d = diff_refs(base, head, stacks, planner=default_planner(catalog))
     else:
         raise SpecError("say what to compare: --base REF [--head REF], or --from a.json --to b.json")
+    if render_resources:
+        if not base:
+            raise SpecError("--render prices the head side of a git diff: give --base REF")
+        _attach_renders(d, head, stacks, catalog)
     if preview_json:
         _attach_previews(d, preview_json, catalog)
     if fmt == Format.table:
