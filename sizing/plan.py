@@ -6,9 +6,12 @@ recomputing. Field names carry units and scope.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sizing.errors import SpecError
 
 SCHEMA_VERSION = 1
 
@@ -174,3 +177,18 @@ class Plan(_M):
     @classmethod
     def from_json(cls, text: str) -> Plan:
         return cls.model_validate_json(text)
+
+
+def load_plan_file(path: str | Path) -> Plan:
+    """A saved Plan JSON (`llmcap plan --out` / `--format json`), or one SpecError per problem."""
+    p = Path(path)
+    try:
+        return Plan.from_json(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such plan file; write one with llmcap plan --format json") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    except ValidationError as e:
+        msg = f"{p}: not a Plan JSON (llmcap plan --format json): {e.error_count()} problem(s)"
+        raise SpecError(msg, [msg] + [f"{p}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+                                      for err in e.errors()[:5]]) from None

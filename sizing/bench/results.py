@@ -62,15 +62,3 @@ def load_results(path: str | Path) -> BenchResults:
     return res
 
 
-def load_plan_file(path: str | Path) -> Plan:
-    p = Path(path)
-    try:
-        return Plan.from_json(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such plan file; write one with llmcap plan --format json") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
-    except ValidationError as e:
-        first = e.errors()[0]
-        raise SpecError(f"{p}: not a plan JSON file ({'.'.join(str(x) for x in first['loc'])}: "
-                        f"{first['msg']})") from None

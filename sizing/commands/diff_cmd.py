@@ -14,25 +14,6 @@ from sizing.commands.common import Format, console, guarded
 
 if TYPE_CHECKING:
     from sizing.diff import CostDiff
-    from sizing.plan import Plan
-
-
-def _load_plan(path: Path) -> Plan:
-    from pydantic import ValidationError
-
-    from sizing.errors import SpecError
-    from sizing.plan import Plan
-
-    try:
-        return Plan.from_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such plan file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read ({e.__class__.__name__})") from None
-    except ValidationError as e:
-        msg = f"{path}: not a Plan JSON (llmcap plan --format json): {e.error_count()} problem(s)"
-        raise SpecError(msg, [msg] + [f"{path}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
-                                      for err in e.errors()[:5]]) from None
 
 
 def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> None:
@@ -139,12 +120,13 @@ def diff(
     ranges, $/1M tokens, SLOs and the hosted-API comparison, as a PR comment, JSON or a table."""
     from sizing.diff import default_planner, diff_plans, diff_refs
     from sizing.errors import SpecError
+    from sizing.plan import load_plan_file
     from sizing.report import diff_views
 
     if from_plan or to_plan:
         if base or head:
             raise SpecError("use either --base/--head (git) or --from/--to (saved plans), not both")
-        d = diff_plans(_load_plan(from_plan) if from_plan else None, _load_plan(to_plan) if to_plan else None,
+        d = diff_plans(load_plan_file(from_plan) if from_plan else None, load_plan_file(to_plan) if to_plan else None,
                        from_plan.name if from_plan else "nothing", to_plan.name if to_plan else "nothing")
     elif base:
         d = diff_refs(base, head, stacks, planner=default_planner(catalog))
