@@ -85,3 +85,9 @@ def test_more_tp_never_raises_memory_per_gpu(model: str, gpu: str, precision: st
         assert f.kv_cache_bytes_per_sequence <= f.kv_cache_bytes_per_token * ctx + 1e-6
         if f.fits:
             assert f.max_concurrent_sequences * f.kv_cache_bytes_per_sequence <= f.kv_cache_gib_available * GIB + 1
+
+
+def test_estimate_rejects_a_tp_that_does_not_split_the_heads() -> None:
+    r = runner.invoke(app, ["estimate", "--model", "llama-3-8b-instruct", "--gpu", "L4", "--tp", "3"])
+    assert r.exit_code == 2
+    assert "32 attention heads" in r.output and "Traceback" not in r.output

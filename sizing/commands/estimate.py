@@ -30,6 +30,10 @@ def memory_figures(model: str, gpu: str, tp: int, pp: int, precision: str, kv_ca
     cat = load_catalog(catalog)
     m = cat.model(model)
     g = cat.gpu(gpu)
+    if m.num_attention_heads % tp:
+        ok = ", ".join(str(t) for t in (1, 2, 4, 8) if m.num_attention_heads % t == 0)
+        raise SpecError(f"--tp: {m.num_attention_heads} attention heads of {m.hf_id} do not split over {tp} GPUs; "
+                        f"use one of {ok}")
     fit = memory_fit(cat, m, g.name, precision, tp, pp, prompt_tokens + output_tokens, kv_cache_dtype, engine)
     return {
         "model": m.hf_id, "gpu": g.name, "tp": tp, "pp": pp, "precision": precision,
