@@ -181,13 +181,12 @@ class Plan(_M):
 
 def load_plan_file(path: str | Path) -> Plan:
     """A saved Plan JSON (`llmcap plan --out` / `--format json`), or one SpecError per problem."""
+    from sizing.user_files import read_user_file
+
     p = Path(path)
+    text = read_user_file(p, "plan file", "write one with llmcap plan --format json")
     try:
-        return Plan.from_json(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such plan file; write one with llmcap plan --format json") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
+        return Plan.from_json(text)
     except ValidationError as e:
         msg = f"{p}: not a Plan JSON (llmcap plan --format json): {e.error_count()} problem(s)"
         raise SpecError(msg, [msg] + [f"{p}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from sizing.deployment import DeploymentOptions
 from sizing.errors import SpecError
 from sizing.spec import HardwareSpec, WorkloadSpec
+from sizing.user_files import read_user_file
 
 NAMESPACE = "llmcap"
 KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token", "api_key")
@@ -115,12 +116,7 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a stack file, or a SpecError naming what is wrong."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such stack file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
+    text = read_user_file(path, "stack file")
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -155,7 +155,7 @@ def test_round_trip_refreshed_catalog_plans_the_same(refreshed: dict[str, Any], 
     from sizing.stack import load_stack
 
     if load_stack(stack_file).hardware.purchase != "on-demand":
-        pytest.skip("spot prices from moto are a fixed placeholder; the round trip covers on-demand stacks")
+        pytest.skip("moto returns one fixed spot price; the round trip covers on-demand stacks")
     bundled = _plan_without_dates(stack_file, Catalog())
     fresh_cat = Catalog(refreshed["dir"])
     fresh = _plan_without_dates(stack_file, fresh_cat)

@@ -105,3 +105,9 @@ def test_schema_command_is_json() -> None:
     doc = json.loads(r.output)
     assert "llmcap:workload" in doc["properties"]
     assert doc["properties"]["llmcap:workload"]["additionalProperties"] is False
+
+
+def test_missing_file_and_directory_are_one_line_each(tmp_path: Path) -> None:
+    for target, needle in ((tmp_path / "nope.yaml", "no such stack file"), (tmp_path, "is a directory")):
+        r = runner.invoke(app, ["validate", str(target)])
+        assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output

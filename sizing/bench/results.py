@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sizing.bench.metrics import RunMetrics
 from sizing.errors import SpecError
 from sizing.plan import Plan
+from sizing.user_files import read_user_file
 
 RESULTS_SCHEMA_VERSION = 1
 
@@ -42,12 +43,7 @@ class BenchResults(BaseModel):
 
 def load_results(path: str | Path) -> BenchResults:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such results file; write one with llmcap bench ... --out {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    text = read_user_file(p, "results file", f"write one with llmcap bench ... --out {p}")
     try:
         res = BenchResults.model_validate_json(text)
     except ValidationError as e:
