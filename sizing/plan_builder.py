@@ -255,7 +255,7 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         f"({hw.redundancy}); concurrent users also bound replicas by the SLO-meeting concurrency",
         f"$/month = $/hour × {HOURS_PER_MONTH:g} h; $/1M tokens = $/hour ÷ (output tokens/s × 3,600) × 1e6",
         f"engine: {w.engine}; performance model calibrated on published measurements (sizing/data/perf_calibration.*)",
-        *cat.as_of_lines(),
+        *cat.as_of_lines(stack.region),
     ]
     if scale is not None:
         note = scale(lead.gpu, w.engine, model.hf_id)

@@ -76,6 +76,11 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     cat = catalog or load_catalog()
     cat.check_region(stack.region)
     w, hw = stack.workload, stack.hardware
+    gap = cat.region_gap(stack.region, hw.purchase)
+    if gap:
+        from sizing.errors import NoFeasiblePlanError
+
+        raise NoFeasiblePlanError(f"no data for {stack.region}", [gap])
     strat = strategy or hw.strategy
     model = cat.model(w.model)
     demand = demand_of(w)
