@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from sizing.binding import binding
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
 from sizing.cost import (
@@ -58,6 +59,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         at = estimate_open_loop(cat, cfg, shape, rate)
     eng = cat.engine(w.engine)
     fmt = cat.precision(c.precision)
+    bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
@@ -92,7 +94,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             goodput_requests_per_s=round(ev.goodput_requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
             planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
-            bound=at.bound, weights_load_s=round(load_s, 1)),
+            bound=bind.code, binds=bind.text, weights_load_s=round(load_s, 1)),
     )
 
 
