@@ -83,6 +83,7 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
         raise NoFeasiblePlanError(f"no data for {stack.region}", [gap])
     strat = strategy or hw.strategy
     model = cat.model(w.model)
+    check_context(model, w)
     demand = demand_of(w)
     scale = default_goodput_scale() if goodput_scale is True else (goodput_scale or None)
     main = search(cat, model, w, hw, stack.region, strat, demand, scale)
@@ -92,6 +93,17 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {
         s: Search(s, [e for e in main.feasible if _strategy_of(e) == s], []) for s in ("scale-up", "scale-out")}
     return build_plan(cat, model, stack, strat, main, others, demand, scale)
+
+
+def check_context(model: ModelArch, w: WorkloadSpec) -> None:
+    """A context longer than the model's limit (config.json max_position_embeddings) is bad input."""
+    from sizing.errors import SpecError
+
+    if w.context_tokens > model.max_position_embeddings:
+        what = "max_context_tokens" if w.max_context_tokens else "prompt_tokens + output_tokens (p95)"
+        raise SpecError(f"llmcap:workload.{what}: {w.context_tokens:,} tokens exceed the "
+                        f"{model.max_position_embeddings:,}-token context of {model.hf_id}; shorten prompts or "
+                        "outputs, or choose a model with a longer context")
 
 
 def _strategy_of(e: Evaluated) -> str:
