@@ -98,12 +98,11 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 def check_context(model: ModelArch, w: WorkloadSpec) -> None:
     """A context longer than the model's limit (config.json max_position_embeddings) is bad input."""
     from sizing.errors import SpecError
+    from sizing.meaning import context_problem
 
-    if w.context_tokens > model.max_position_embeddings:
-        what = "max_context_tokens" if w.max_context_tokens else "prompt_tokens + output_tokens (p95)"
-        raise SpecError(f"llmcap:workload.{what}: {w.context_tokens:,} tokens exceed the "
-                        f"{model.max_position_embeddings:,}-token context of {model.hf_id}; shorten prompts or "
-                        "outputs, or choose a model with a longer context")
+    problem = context_problem(model, w)
+    if problem:
+        raise SpecError(problem)
 
 
 def _strategy_of(e: Evaluated) -> str:
