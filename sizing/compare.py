@@ -77,8 +77,11 @@ def blast_radius(plan: Plan) -> float:
 
 
 def cold_start_s(plan: Plan) -> float:
-    """Time to load the weights on a new node (the slowest pool), seconds."""
-    return max(p.per_replica.weights_load_s for p in plan.pools)
+    """A new replica on a new node until it serves (the slowest pool), seconds: node boot, image pull,
+    weights and engine start (sizing/cold_start.py)."""
+    from sizing.cold_start import cold_start
+
+    return round(max(cold_start(p).total_s for p in plan.pools), 1)
 
 
 def _headroom(measured: float, target: float) -> float:

@@ -56,6 +56,7 @@ class PerReplica(_M):
     bound: str
     weights_load_s: float  # expected cold-start weight load time from the planned storage
     binds: str = ""  # one line: what binds, at which load, and the decode step's regime
+    cold_start_s: float = 0.0  # a new replica on a new node until it serves (sizing/cold_start.py), seconds
 
 
 class Pool(_M):

@@ -10,6 +10,7 @@ from typing import Any
 from sizing.binding import binding
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
+from sizing.cold_start import cold_start
 from sizing.cost import (
     HOURS_PER_MONTH,
     api_comparison,
@@ -63,7 +64,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
-    return Pool(
+    pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
         nodes_per_replica=c.pp, replicas=replicas, replicas_for_demand=replicas - redundancy_replicas,
@@ -96,6 +97,8 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
             bound=bind.code, binds=bind.text, weights_load_s=round(load_s, 1)),
     )
+    pool.per_replica.cold_start_s = round(cold_start(pool).total_s, 1)
+    return pool
 
 
 def _per_replica_share(allocatable: float, replicas_per_node: int, unit: int, step: int) -> int:

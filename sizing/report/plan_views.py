@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from sizing.binding import LABELS
+from sizing.cold_start import cold_start
 from sizing.cost import HOURS_PER_MONTH
 from sizing.humanize import num, plural, usd
 from sizing.plan import Plan, Pool
@@ -68,6 +69,17 @@ def redundancy_line(p: Pool) -> str:
     return f"{p.name}: {what}; {why}"
 
 
+def cold_start_line(plan: Plan, p: Pool) -> str:
+    """The cold start term by term and what it means for autoscaling: the planned spare capacity must
+    absorb demand growth for that long, since a scale-up serves only after it."""
+    cs = cold_start(p)
+    share = max(p.demand_share, 1e-9) * plan.totals.demand_output_tokens_per_s
+    capacity = p.replicas_for_demand * p.per_replica.goodput_output_tokens_per_s
+    spare = capacity / share - 1 if share > 0 else 0.0
+    return (f"{p.name}: {cs.summary()}; autoscaling lead time: a scale-up serves after that, so the demand "
+            f"replicas' {spare:.0%} capacity headroom must absorb growth until then")
+
+
 def pool_rows(plan: Plan) -> list[list[str]]:
     ttft, itl = _slo(plan)
     rows = []
@@ -103,6 +115,7 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
         ("ITL p95", f"{num(r.itl_p95_ms)} ms (SLO {num(itl)} ms)"),
         ("binds", r.binds or LABELS.get(r.bound, r.bound)),
         ("spares", redundancy_line(p).split(": ", 1)[1]),
+        ("cold start", cold_start_line(plan, p).split(": ", 1)[1]),
         ("cost", f"{money(p.usd_per_hour, 2)}/h, {money(p.usd_per_hour * HOURS_PER_MONTH)}/month"),
     ]
 
@@ -169,6 +182,7 @@ def render_table(plan: Plan, console: Any) -> None:
         for p in plan.pools:
             console.print(f"binds: {p.name}: {p.per_replica.binds}" if p.per_replica.binds else "")
             console.print(f"spares: {redundancy_line(p)}")
+            console.print(f"cold start: {cold_start_line(plan, p)}")
     else:
         console.print(f"Plan for stack {plan.stack} (strategy {plan.strategy})")
         for p in plan.pools:
@@ -224,6 +238,7 @@ def render_markdown(plan: Plan) -> str:
              _md_table(POOL_HEADERS, pool_rows(plan)), ""]
     parts += [f"- binds: {p.name}: {p.per_replica.binds}" for p in plan.pools if p.per_replica.binds]
     parts += [f"- spares: {redundancy_line(p)}" for p in plan.pools]
+    parts += [f"- cold start: {cold_start_line(plan, p)}" for p in plan.pools]
     parts += ["", _md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
     if plan.api_comparison:
         parts += ["", "**Hosted APIs for the same traffic**", "", _md_table(API_HEADERS, api_rows(plan))]
