@@ -25,7 +25,8 @@ def cell(row: dict[str, Any], key: str) -> str:
     if not row["feasible"]:
         return "no plan meets the SLO" if key == "deployment" else "–"
     if key == "deployment":
-        return "; ".join(row["pools"])
+        same = f"identical to {row['same_as']}: " if row.get("same_as") else ""
+        return same + "; ".join(row["pools"])
     if key == "gpus_instances":
         return f"{row['gpus']} / {row['instances']}"
     if key == "usd_per_hour":
