@@ -149,7 +149,8 @@ def compare_options(options: list[Option], cat: Catalog,
 
 
 def _deployment_key(r: dict[str, Any]) -> tuple[Any, ...]:
-    return (r.get("model"), tuple(r["pools"]), round(r["usd_per_month"], 2))
+    """What makes two options the same deployment; a row without pools is never the same as another."""
+    return (r.get("model"), tuple(r.get("pools") or [id(r)]), round(r["usd_per_month"], 2))
 
 
 def mark_identical(rows: list[dict[str, Any]]) -> None:
@@ -188,7 +189,8 @@ def verdict(rows: list[dict[str, Any]]) -> tuple[str | None, str]:
             "model is good enough")
     same = [r["label"] for r in ok[1:] if _deployment_key(r) == _deployment_key(win)]
     if same:
-        parts.append(f"{win['label']} and {', '.join(same)} are the identical deployment ({'; '.join(win['pools'])})")
+        parts.append(f"{win['label']} and {', '.join(same)} are the identical deployment "
+                     f"({'; '.join(win.get('pools', []))})")
     rest = [r for r in ok[1:] if r["label"] not in same]
     if rest:
         nxt = rest[0]
