@@ -28,6 +28,23 @@ def _slo(plan: Plan) -> tuple[float, float]:
     return float(slo.get("ttft_p95_ms", 0)), float(slo.get("itl_p95_ms", 0))
 
 
+def precision_label(precision: str, gpu: str) -> str:
+    """The precision as it runs on this GPU: `fp8 (weight-only)` where the GPU has no FP8 tensor cores
+    (Ampere runs FP8 weights through FP8 Marlin with 16-bit math: precisions.csv fallback_on_other_archs)."""
+    from sizing.catalog import load_catalog
+    from sizing.errors import LlmcapError
+
+    try:
+        cat = load_catalog()
+        fmt, g = cat.precision(precision), cat.gpu(gpu)
+    except (LlmcapError, KeyError):
+        return precision
+    if fmt.native_activation_archs and g.generation not in fmt.native_activation_archs \
+            and fmt.fallback_on_other_archs == "weight-only":
+        return f"{precision} (weight-only)"
+    return precision
+
+
 def _parallel(p: Pool) -> str:
     return f"TP{p.tensor_parallel}" + (f"×PP{p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
 
@@ -37,7 +54,7 @@ def headline(plan: Plan) -> str:
     pools = " + ".join(
         f"{p.instances_desired}× {p.instance_type} ({plural(p.replicas, 'replica')} of "
         f"{p.tensor_parallel}{'×' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''} {p.gpu}, "
-        f"{p.precision}, {p.purchase})" for p in plan.pools)
+        f"{precision_label(p.precision, p.gpu)}, {p.purchase})" for p in plan.pools)
     return (f"{plan.model} in {plan.region}: {pools} = {plural(t.gpus, 'GPU')}, {money(t.usd_per_hour, 2)}/h, "
             f"{money(t.usd_per_month)}/month, {usd(t.usd_per_million_output_tokens, cents=True)} per 1M output tokens")
 
@@ -87,7 +104,7 @@ def pool_rows(plan: Plan) -> list[list[str]]:
         r = p.per_replica
         rows.append([
             p.name, p.instance_type, f"{p.gpu} ×{p.gpus_per_instance}", _parallel(p),
-            p.precision, p.purchase, f"{p.replicas} ({p.redundancy_replicas} spare)",
+            precision_label(p.precision, p.gpu), p.purchase, f"{p.replicas} ({p.redundancy_replicas} spare)",
             f"{p.instances_min}/{p.instances_desired}/{p.instances_max}",
             f"{r.goodput_output_tokens_per_s:,.0f}",
             f"{r.ttft_p95_ms:,.0f} / {ttft:,.0f}", f"{num(r.itl_p95_ms)} / {num(itl)}",
@@ -108,7 +125,7 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
     return [
         ("instances", f"{p.instances_desired} × {p.instance_type} ({plural(p.gpus_per_instance, p.gpu + ' GPU')} "
                       f"each), {p.purchase}; autoscaling {p.instances_min}–{p.instances_max}"),
-        ("replicas", f"{plural(p.replicas, 'replica')} of {_parallel(p)} {p.precision} "
+        ("replicas", f"{plural(p.replicas, 'replica')} of {_parallel(p)} {precision_label(p.precision, p.gpu)} "
                      f"({p.redundancy_replicas} spare)"),
         ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO"),
         ("TTFT p95", f"{num(r.ttft_p95_ms)} ms (SLO {num(ttft)} ms)"),
@@ -153,7 +170,8 @@ def _skipped(plan: Plan) -> list[str]:
 
 def alt_rows(plan: Plan) -> list[list[str]]:
     skipped = set(_skipped(plan))
-    return [[a.strategy, a.gpu, a.instance_type, a.precision, f"TP{a.tensor_parallel}" if a.tensor_parallel else "-",
+    return [[a.strategy, a.gpu, a.instance_type, precision_label(a.precision, a.gpu),
+             f"TP{a.tensor_parallel}" if a.tensor_parallel else "-",
              str(a.gpus) if a.feasible else "-", money(a.usd_per_month) if a.feasible else "infeasible",
              a.why_not_chosen] for a in plan.alternatives if not (not a.feasible and a.gpu in skipped)]
 
