@@ -137,6 +137,16 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
     ]
 
 
+def _platform_cell(plan: Plan) -> str:
+    gpu_names = {f"GPU instances ({p.purchase}, {p.instance_type})" for p in plan.pools}
+    unpriced = [c for c in plan.cost_lines if c.usd_per_month is None and c.name not in gpu_names]
+    if not unpriced:
+        return money(plan.totals.platform_usd_per_month)
+    if plan.totals.platform_usd_per_month == 0:
+        return f"not priced in {plan.region}"
+    return f"{money(plan.totals.platform_usd_per_month)} + {len(unpriced)} unpriced items"
+
+
 def totals_rows(plan: Plan) -> list[tuple[str, str]]:
     t = plan.totals
     return [
@@ -144,7 +154,7 @@ def totals_rows(plan: Plan) -> list[tuple[str, str]]:
         ("GPU $/hour", money(t.usd_per_hour, 2)),
         ("GPU $/month (730 h)", f"{money(t.usd_per_month)} (range {money(t.usd_per_month_min)} – "
                                 f"{money(t.usd_per_month_max)})"),
-        ("platform $/month", money(t.platform_usd_per_month)),
+        ("platform $/month", _platform_cell(plan)),
         ("all-in $/month", money(t.all_in_usd_per_month)),
         ("$/1M output tokens (GPU, planned load)", usd(t.usd_per_million_output_tokens, cents=True)),
         ("$/1M output tokens (GPU, at capacity)", usd(t.usd_per_million_output_tokens_at_capacity, cents=True)),
@@ -183,6 +193,11 @@ ALT_NARROW = [1, 3, 4, 5, 6, 7]
 def skipped_line(plan: Plan) -> str | None:
     s = _skipped(plan)
     return f"skipped (no datasheet row in gpus.csv): {', '.join(s)}" if s else None
+
+
+def price_lines(plan: Plan) -> list[str]:
+    """The assumptions that say where the prices come from and how old they are."""
+    return [a for a in plan.assumptions if a.startswith(("instance prices", "hosted-API prices"))]
 
 
 def render_table(plan: Plan, console: Any) -> None:
@@ -238,6 +253,8 @@ def render_table(plan: Plan, console: Any) -> None:
             console.print(at)
     if skipped_line(plan):
         console.print(skipped_line(plan))
+    for line in price_lines(plan):
+        console.print(line, overflow="fold")
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}")
 
@@ -264,6 +281,7 @@ def render_markdown(plan: Plan) -> str:
         parts += ["", "**Best of each strategy and GPU**", "", _md_table(ALT_HEADERS, alt_rows(plan))]
     if skipped_line(plan):
         parts += ["", str(skipped_line(plan))]
+    parts += [""] + [f"- {line}" for line in price_lines(plan)]
     if plan.warnings:
         parts += [""] + [f"- ⚠ {w}" for w in plan.warnings]
     return "\n".join(parts) + "\n"
