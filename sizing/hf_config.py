@@ -17,12 +17,13 @@ from sizing.errors import CatalogLookupError
 CONFIG_MAX_BYTES = 4 * 2**20  # config.json files are kilobytes; Phi's rope tables make the largest ~10 KB
 
 
-def model_from_config(c: Any, name: str, source: str) -> ModelArch:
+def model_from_config(c: Any, name: str, source: str, label: str | None = None) -> ModelArch:
     """A ModelArch from a parsed config.json, by its family's reader (sizing/architectures/);
-    an unknown model_type, a missing field or an impossible value is one CatalogLookupError line."""
+    an unknown model_type, a missing field or an impossible value is one CatalogLookupError line
+    that names the config as `label` (default `name`)."""
     from sizing.architectures import read_config
 
-    return read_config(c, name, source)
+    return read_config(c, name, source, label)
 
 
 def _reject_constant(token: str) -> float:
@@ -83,7 +84,7 @@ def model_from_config_file(path: Path) -> ModelArch:
     named = c.get("_name_or_path")
     name = named if isinstance(named, str) and named.strip() and len(named) <= 200 else \
         (where.parent.name or where.stem)
-    return model_from_config(c, name, f"config file {where}")
+    return model_from_config(c, name, f"config file {where}", label=str(where))
 
 
 def _check_hub_reachable(timeout_s: float = 3.0) -> None:

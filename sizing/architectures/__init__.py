@@ -7,6 +7,7 @@ never sized as a dense model. See README.md in this folder for adding a family.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +32,16 @@ def known_model_types() -> list[str]:
     return sorted(READERS)
 
 
-def read_config(c: Any, name: str, source: str) -> ModelArch:
-    """The architecture a parsed config.json describes; ArchitectureError (one line) otherwise."""
+def read_config(c: Any, name: str, source: str, label: str | None = None) -> ModelArch:
+    """The architecture a parsed config.json describes, as model `name`; ArchitectureError (one
+    line, naming the config as `label`, default `name`) otherwise."""
+    arch = _read(c, label or name, source)
+    if label and label != name:
+        arch = dataclasses.replace(arch, hf_id=name, short_name=name.rstrip("/").split("/")[-1].lower())
+    return arch
+
+
+def _read(c: Any, name: str, source: str) -> ModelArch:
     if not isinstance(c, dict):
         raise ArchitectureError(f"model config {name}: must be a JSON object (got {type(c).__name__})")
     mt = c.get("model_type")

@@ -79,7 +79,8 @@ def parse(schema: type[C], c: dict[str, Any], name: str) -> C:
     try:
         return schema.model_validate(c)
     except ValidationError as e:
-        err = e.errors()[0]
+        errs = e.errors()
+        err = next((x for x in errs if x["type"] != "missing"), errs[0])  # a bad value before a missing one
         loc = ".".join(str(p) for p in err["loc"]) or "config"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
