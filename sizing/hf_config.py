@@ -83,7 +83,7 @@ def model_from_config_file(path: Path) -> ModelArch:
     where = path / "config.json" if path.is_dir() else path
     named = c.get("_name_or_path")
     name = named if isinstance(named, str) and named.strip() and len(named) <= 200 else \
-        (where.parent.name or where.stem)
+        (where.parent.name if where.name == "config.json" else where.stem)
     return model_from_config(c, name, f"config file {where}", label=str(where))
 
 
@@ -112,4 +112,8 @@ def model_from_hub(repo_id: str, known: list[str]) -> ModelArch:
             f"model {repo_id!r} is not in the catalog and its config.json could not be fetched from the "
             f"Hugging Face hub ({type(e).__name__}); use a catalog name ({', '.join(known[:8])}, ... see "
             "`llmcap models`) or a path to a config.json") from None
-    return model_from_config(read_config_file(Path(path)), repo_id, f"huggingface hub {repo_id}/config.json")
+    arch = model_from_config(read_config_file(Path(path)), repo_id, f"huggingface hub {repo_id}/config.json")
+    from sizing.checkpoint import fetch_metadata
+
+    fetch_metadata(repo_id)  # the hub is reachable now: cache the checkpoint's exact size (best effort)
+    return arch

@@ -273,3 +273,35 @@ def test_junk_values_never_crash(junk: Any, fixture: str, field: str) -> None:
         assert "\n" not in str(e)
         return
     assert m.params_total_b > 0 and kv_cache_bytes_per_token(m, 2.0) > 0
+
+
+GLM_STACK = """\
+config:
+  aws:region: us-east-1
+  llmcap:workload:
+    model: {model}
+    precision: bf16
+    prompt_tokens: 1024
+    output_tokens: 256
+    traffic:
+      concurrent_users: 8
+    slo:
+      ttft_p95_ms: 3000
+      itl_p95_ms: 100
+  llmcap:hardware:
+    gpus: [H100-SXM]
+"""
+
+
+def test_glm_45_air_plans_a_multi_gpu_replica(tmp_path: Path) -> None:
+    from sizing.planner import plan_stack
+    from sizing.stack import load_stack
+
+    f = tmp_path / "Pulumi.glm.yaml"
+    f.write_text(GLM_STACK.format(model=CONFIGS / "glm4_moe.json"))
+    plan = plan_stack(load_stack(f))
+    pool = plan.pools[0]
+    gpus = pool.tensor_parallel * pool.pipeline_parallel
+    assert gpus >= 3  # ~199 GiB of BF16 weights do not fit one 80 GB H100
+    assert pool.per_replica.weights_gib_per_gpu * gpus == pytest.approx(106.85e9 * 2 / 2**30, rel=0.02)
+    assert any(a.startswith("model size: glm4_moe") and "config.json tensor shapes" in a for a in plan.assumptions)

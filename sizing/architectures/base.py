@@ -174,4 +174,4 @@ def to_model_arch(cfg: BaseConfig, counts: Counts, family: str, name: str, sourc
         expert_params_b=counts.routed_expert_params / 1e9, native_expert_format=counts.native_expert_format,
         mtp_layers=counts.mtp_layers, mtp_params_b=counts.mtp_params / 1e9,
         checkpoint_quant=counts.checkpoint_quant,
-        params_source="derived from config.json shapes (exact tensor shapes; norms and biases included)")
+        params_source="config.json tensor shapes")
