@@ -18,11 +18,12 @@ Units: bytes (not GiB).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def _from_hub(repo_id: str, revision: str) -> CheckpointMetadata:
     return CheckpointMetadata(repo_id=repo_id, revision=revision,
                               parameter_count={str(k): int(v) for k, v in m.parameter_count.items()},
                               total_bytes=total, files=len(m.files_metadata),
-                              fetched_at=datetime.now(timezone.utc).strftime("%Y-%m-%d"))
+                              fetched_at=datetime.now(UTC).strftime("%Y-%m-%d"))
 
 
 def fetch_metadata(repo_id: str, revision: str = "main") -> CheckpointMetadata | None:
@@ -116,10 +117,8 @@ def fetch_metadata(repo_id: str, revision: str = "main") -> CheckpointMetadata |
         return None
     if meta.total_bytes <= 0:
         return None
-    try:
+    with contextlib.suppress(OSError):  # an unwritable cache costs a later lookup, not this answer
         _save(meta)
-    except OSError:
-        pass  # an unwritable cache costs a later lookup, not this answer
     return meta
 
 

@@ -13,7 +13,6 @@ from typing import Any
 from sizing.catalog import ModelArch
 from sizing.errors import CatalogLookupError
 
-
 CONFIG_MAX_BYTES = 4 * 2**20  # config.json files are kilobytes; Phi's rope tables make the largest ~10 KB
 
 

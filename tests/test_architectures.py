@@ -44,11 +44,11 @@ PUBLISHED: dict[str, tuple[float, float, str, str]] = {
     "deepseek_v2": (15.7, 2.4, "lm_head", "DeepSeek-V2-Lite card: 15.7B parameters in total, 2.4B activated"),
     "deepseek_v3": (671.0, 37.0, "lm_head", "deepseek-ai/DeepSeek-V3 README: 671B total, 37B activated"),
     "glm4_moe": (106.0, 12.0, "none", "transformers docs model_doc/glm4_moe.md: GLM-4.5-Air 106B total, 12B active"),
-    "gpt_oss": (116.83, 5.13, "lm_head", "gpt-oss model card (arXiv:2508.10925) Table 1: 116.83B total, 5.13B active"),
-    "gpt_oss_20b": (20.91, 3.61, "lm_head", "gpt-oss model card (arXiv:2508.10925) Table 1: 20.91B total, 3.61B active"),
+    "gpt_oss": (116.83, 5.13, "lm_head", "gpt-oss card arXiv:2508.10925 Table 1: 116.83B total, 5.13B active"),
+    "gpt_oss_20b": (20.91, 3.61, "lm_head", "gpt-oss card arXiv:2508.10925 Table 1: 20.91B total, 3.61B active"),
     "gemma2": (9.24, 9.24, "both", "Gemma 2 paper arXiv:2408.00118: 8.32B non-embedding + 0.92B embedding"),
-    "gemma3": (1.0, 1.0, "both", "Gemma 3 report arXiv:2503.19786 Table 1: 1B = 302M embedding + 698M non-embedding"),
-    "llama4": (109.0, 17.0, "both", "meta-llama/llama-models models/llama4/MODEL_CARD.md: Scout 17B active, 109B total"),
+    "gemma3": (1.0, 1.0, "both", "Gemma 3 report arXiv:2503.19786 Table 1: 302M embedding + 698M non-embedding"),
+    "llama4": (109.0, 17.0, "both", "llama-models models/llama4/MODEL_CARD.md: Scout 17B active, 109B total"),
     "phi3": (3.8, 3.8, "both", "microsoft/Phi-4-mini-instruct card: 3.8B parameters"),
 }
 
