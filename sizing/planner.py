@@ -82,7 +82,9 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 
         raise NoFeasiblePlanError(f"no data for {stack.region}", [gap])
     strat = strategy or hw.strategy
-    model = cat.model(w.model)
+    from sizing.weights_source import workload_model
+
+    model = workload_model(cat, w.model, w.weights_source)
     check_context(model, w)
     demand = demand_of(w)
     scale = default_goodput_scale() if goodput_scale is True else (goodput_scale or None)
