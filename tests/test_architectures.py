@@ -305,3 +305,17 @@ def test_glm_45_air_plans_a_multi_gpu_replica(tmp_path: Path) -> None:
     assert gpus >= 3  # ~199 GiB of BF16 weights do not fit one 80 GB H100
     assert pool.per_replica.weights_gib_per_gpu * gpus == pytest.approx(106.85e9 * 2 / 2**30, rel=0.02)
     assert any(a.startswith("model size: glm4_moe") and "config.json tensor shapes" in a for a in plan.assumptions)
+
+
+def test_gpt_oss_step_model_reads_mxfp4_experts() -> None:
+    """The performance model reads the experts a step touches at their stored size: all experts
+    plus the dense part add up to the served weights (less the input embedding, a lookup)."""
+    from sizing.perf_calibration import load_calibration
+    from sizing.perf_step import build_step_model
+
+    cat = Catalog()
+    m = cat.model("gpt-oss-120b")
+    s = build_step_model(cat, load_calibration(), m, "H100-SXM", "bf16", 1, 1, "auto", "vllm", "nvlink")
+    served = weight_bytes_per_replica(m, cat.precision("bf16")) - m.vocab_size * m.hidden_size * 2
+    assert s.dense_bytes_per_gpu > 0
+    assert s.dense_bytes_per_gpu + 128 * s.expert_bytes_per_gpu == pytest.approx(served, rel=0.01)
