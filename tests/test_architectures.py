@@ -317,3 +317,11 @@ def test_gpt_oss_step_model_reads_mxfp4_experts() -> None:
     served = weight_bytes_per_replica(m, cat.precision("bf16")) - m.vocab_size * m.hidden_size * 2
     assert s.dense_bytes_per_gpu > 0
     assert s.dense_bytes_per_gpu + 128 * s.expert_bytes_per_gpu == pytest.approx(served, rel=0.01)
+
+
+def test_estimate_sizes_glm_45_air_weights() -> None:
+    """Issue 19's report: `estimate` gave weights_gib 13.1 for GLM-4.5-Air (experts counted as dense)."""
+    r = _estimate(str(CONFIGS / "glm4_moe.json"))
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["weights_gib"] == pytest.approx(106e9 * 2 / 2**30, rel=0.02) and d["fits"] is False
