@@ -358,7 +358,7 @@ class Catalog:
 
     @cached_property
     def models(self) -> dict[str, ModelArch]:
-        from sizing.architectures.catalog_rows import complete
+        from sizing.architectures import complete
 
         return {r["hf_id"]: complete(_model_from_row(r)) for r in self._rows("models.csv")}
 
