@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sizing.errors import LlmcapError
+
 if TYPE_CHECKING:  # types only; importing them at runtime is fine too, they are pure sizing/ modules
     from sizing.catalog import Catalog
     from sizing.plan import Plan
@@ -119,9 +121,35 @@ def check_deployable(ctx: FitContext) -> FitReport:
     return FitReport(problems=problems, rows=rows)
 
 
-class NotDeployable(Exception):
-    """The plan would not come up; `problems` are one line each."""
+class NotDeployable(LlmcapError):
+    """The plan would not come up (exit 2); `problems` are one line each, naming the rule."""
 
     def __init__(self, report: FitReport) -> None:
         self.report = report
-        super().__init__("\n".join(report.lines()))
+        lines = report.lines()
+        super().__init__(f"not deployable: {len(lines)} problem(s)", lines)
+
+
+def print_fit_table(report: FitReport, echo: Callable[[Any], None] | None = None) -> None:
+    """The per-pool figures as a rich table (columns: the union of the rows' keys, in order)."""
+    from rich.table import Table
+
+    from sizing.commands.common import console
+
+    cols: list[str] = []
+    for r in report.rows:
+        cols.extend(k for k in r if k not in cols)
+    table = Table(title="deployability check (infra/fit.py)" + ("" if report.ok else " -- FAILED"))
+    for c in cols:
+        table.add_column(c, overflow="fold")
+    for r in report.rows:
+        table.add_row(*[_cell(r.get(c, "")) for c in cols])
+    (echo or console().print)(table)
+
+
+def _cell(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:,.1f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)

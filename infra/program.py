@@ -14,6 +14,7 @@ from infra import exports
 from infra.addons import ClusterAddons, ClusterAddonsArgs
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
+from infra.fit import FitContext, NotDeployable, check_deployable
 from infra.names import (
     NAMESPACE,
     SERVING_SERVICE_ACCOUNT,
@@ -75,7 +76,14 @@ def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, 
 
 
 def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) -> dict[str, Any]:
-    """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output)."""
+    """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output).
+
+    Runs the deployability check first (infra/fit.py): when the plan would not come up, raises
+    NotDeployable (one line per problem) before any resource is registered."""
+    api_key = secrets.api_key if isinstance(secrets.api_key, str) else None
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key))
+    if not report.ok:
+        raise NotDeployable(report)
     d = stack.deployment
     platform = load_platform(d)
     name = resource_prefix(stack)

@@ -29,3 +29,42 @@ def test_rule_registry_rejects_duplicate_ids() -> None:
                 return []
     finally:
         RULES.pop("test-only-rule", None)
+
+
+def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Under Pulumi's mocks: a failing rule stops build_program before anything is registered."""
+    import pytest
+
+    import infra.render
+    from infra.fit import RULES, FitProblem, NotDeployable, fit_rule
+    from infra.program import Secrets, build_program
+    from infra.render import run_mocked
+    from sizing.planner import plan_stack
+    from sizing.stack import load_stack
+    from tests.pulumi_harness import ROOT, catalog
+
+    stack = load_stack(ROOT / "stacks" / "Pulumi.dev.yaml")
+    plan = plan_stack(stack, catalog())
+
+    @fit_rule("test-always-fails")
+    def always(ctx):  # type: ignore[no-untyped-def]
+        yield FitProblem("test-always-fails", ctx.plan.pools[0].name, "always fails; remove the test rule", "test")
+
+    engines: list[infra.render.RecordingMocks] = []
+
+    class Recording(infra.render.RecordingMocks):
+        def __init__(self, region: str) -> None:
+            super().__init__(region)
+            engines.append(self)
+
+    monkeypatch.setattr(infra.render, "RecordingMocks", Recording)
+    try:
+        with pytest.raises(NotDeployable) as exc:
+            run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k")))
+    finally:
+        RULES.pop("test-always-fails", None)
+    assert "[test-always-fails]" in exc.value.problems[-1]
+    assert len(engines) == 1 and engines[0].resources == []
+    # and the same program with the rule gone registers resources (the check above can fail)
+    run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k")))
+    assert engines[1].resources

@@ -42,9 +42,19 @@ def render(
             typer.echo(f"wrote {path}")
         return
 
+    from infra.fit import FitContext, NotDeployable, check_deployable, print_fit_table
     from infra.render import render_stack, write_render
+    from sizing.stack import apply_overrides, read_config
 
-    result = render_stack(stack, plan, load_catalog(catalog))
+    cat = load_catalog(catalog)
+    # a plain `llmcap:api_key` in the stack file is checked (an empty one is refused); a secret is not read
+    raw_key = apply_overrides(read_config(stack_file), sets).get("llmcap:api_key")
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat,
+                                         api_key=raw_key if isinstance(raw_key, str) else None))
+    print_fit_table(report)
+    if not report.ok:  # refuse before writing anything
+        raise NotDeployable(report)
+    result = render_stack(stack, plan, cat)
     for path in write_render(result, out):
         typer.echo(f"wrote {path}")
     typer.echo(f"{len(result.resources)} resources for stack {stack.name} "
