@@ -19,7 +19,14 @@ import pulumi_kubernetes as k8s
 
 from infra import autoscaling, observability, router, serving, settings, weights
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY, meta
-from infra.names import COMPONENT_PREFIX, GPU_TAINT_KEY, ROLE_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
+from infra.names import (
+    COMPONENT_PREFIX,
+    GPU_TAINT_KEY,
+    ROLE_LABEL,
+    WEIGHTS_LOADER_SERVICE_ACCOUNT,
+    copy_job_name,
+    served_checkpoints,
+)
 from infra.platform import load_platform
 from sizing.plan import Plan
 from sizing.stack import Stack
@@ -30,7 +37,7 @@ class KubernetesAppArgs:
     plan: Plan
     stack: Stack
     weights_bucket: pulumi.Input[str]
-    weights_prefix: str
+    weights_prefixes: dict[str, str]  # checkpoint (pool.vllm.model) -> its S3 prefix
     service_account_name: str
     namespace: str
     hf_token: pulumi.Input[str] | None
@@ -117,17 +124,23 @@ class KubernetesApp(pulumi.ComponentResource):
                                                 pulumi.Output.secret(args.hf_token)), in_ns))
 
         bucket = pulumi.Output.from_input(args.weights_bucket)
-        first = plan.pools[0]
-        job_spec = bucket.apply(lambda b: weights.copy_job(
-            ns, plan.model, weights.WeightsLocation(b, args.weights_prefix), args.stack.region, first, platform,
-            with_hf_token=args.hf_token is not None)["spec"])
-        # Pulumi waits for the Job to complete before the serving pods that read its output
-        job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
-                                          custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
-        job = k8s.batch.v1.Job(f"job-{weights.JOB_NAME}", metadata=meta(weights.JOB_NAME, ns), spec=job_spec,
-                               opts=job_opts)
+        # one copy Job per checkpoint the pools serve, on a node of the first pool serving it
+        checkpoints = served_checkpoints(plan.pools)
+        jobs: dict[str, pulumi.Resource] = {}
+        for ckpt in checkpoints:
+            host = next(p for p in plan.pools if p.vllm.model == ckpt)
+            job_name = copy_job_name(ckpt, checkpoints)
+            where = args.weights_prefixes[ckpt]
+            job_spec = bucket.apply(lambda b, ckpt=ckpt, host=host, where=where, job_name=job_name: weights.copy_job(
+                ns, ckpt, weights.WeightsLocation(b, where), args.stack.region, host, platform,
+                with_hf_token=args.hf_token is not None, name=job_name)["spec"])
+            # Pulumi waits for the Job to complete before the serving pods that read its output
+            job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
+                                              custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
+            jobs[ckpt] = k8s.batch.v1.Job(f"job-{job_name}", metadata=meta(job_name, ns), spec=job_spec,
+                                          opts=job_opts)
         for pool in plan.pools:
-            self._pool(args, pool, bucket, platform, job, addons, in_ns)
+            self._pool(args, pool, bucket, platform, jobs[pool.vllm.model], addons, in_ns)
 
         create(router.service_account(ns), in_ns)
         create(router.role(ns), in_ns)
@@ -180,7 +193,7 @@ class KubernetesApp(pulumi.ComponentResource):
 
         def build(b: str) -> dict[str, Any]:
             ctx = serving.ServingContext(ns, args.service_account_name, args.stack.region,
-                                         weights.WeightsLocation(b, args.weights_prefix), platform,
+                                         weights.WeightsLocation(b, args.weights_prefixes[pool.vllm.model]), platform,
                                          args.stack.deployment.model_cache_on_instance_store)
             return serving.workload(pool, ctx)
 

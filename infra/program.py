@@ -19,6 +19,7 @@ from infra.names import (
     NAMESPACE,
     SERVING_SERVICE_ACCOUNT,
     WEIGHTS_LOADER_SERVICE_ACCOUNT,
+    served_checkpoints,
     weights_prefix,
 )
 from infra.network import Network, NetworkArgs, choose_az_ids
@@ -107,9 +108,10 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered), tags=tags),
         opts=pulumi.ResourceOptions(depends_on=cluster.addons))
 
-    prefix = weights_prefix(plan.model)
+    # one S3 prefix per checkpoint the pools serve (pool.vllm.model), never the base model's
+    prefixes = {c: weights_prefix(c) for c in served_checkpoints(plan.pools)}
     store = WeightsStore(name, WeightsStoreArgs(
-        cluster_name=cluster.name, namespace=NAMESPACE, prefix=prefix, platform=platform,
+        cluster_name=cluster.name, namespace=NAMESPACE, prefixes=list(prefixes.values()), platform=platform,
         access=[PodAccess(SERVING_SERVICE_ACCOUNT, READ_ACTIONS, "vLLM pods: read the model's weights"),
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
@@ -126,7 +128,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
     endpoint: pulumi.Input[str] | None = None
     if KubernetesApp is not None:
         app = KubernetesApp(name, KubernetesAppArgs(
-            plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefix=prefix,
+            plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
             service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
             api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller),
             opts=pulumi.ResourceOptions(provider=cluster.provider,
@@ -140,6 +142,6 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         exports.KUBECONFIG: cluster.kubeconfig,
         exports.VPC_ID: network.vpc_id,
         exports.WEIGHTS_BUCKET: store.bucket.bucket,
-        exports.WEIGHTS_PREFIX: prefix,
+        exports.WEIGHTS_PREFIX: next(iter(prefixes.values())) if len(prefixes) == 1 else list(prefixes.values()),
         **plan_summary(plan),
     }

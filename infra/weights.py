@@ -83,8 +83,9 @@ def sync_init_container(where: WeightsLocation, region: str) -> dict[str, Any]:
 
 
 def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, pool: Pool,
-             platform: Platform, with_hf_token: bool) -> dict[str, Any]:
-    """Hub → S3, once. Runs on a node of the first pool (its NVMe holds the scratch copy; a system
+             platform: Platform, with_hf_token: bool, name: str = JOB_NAME) -> dict[str, Any]:
+    """Hub → S3, once per checkpoint: `model` is the checkpoint the pool serves (`pool.vllm.model`).
+    Runs on a node of `pool`, the first pool serving it (its NVMe holds the scratch copy; a system
     node's root volume would not hold a 405B checkpoint), without requesting a GPU."""
     download_env = [{"name": "HOME", "value": "/home/app"}, {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if with_hf_token:
@@ -128,7 +129,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
     }
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": meta(JOB_NAME, namespace, {"app.kubernetes.io/name": "weights-copy",
+        "metadata": meta(name, namespace, {"app.kubernetes.io/name": "weights-copy",
                                                "app.kubernetes.io/part-of": "llmcap"}),
         "spec": {"backoffLimit": 4, "activeDeadlineSeconds": 6 * 3600,
                  "template": {"metadata": {"labels": {"app.kubernetes.io/name": "weights-copy"}}, "spec": pod}},

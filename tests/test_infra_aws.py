@@ -134,7 +134,7 @@ def test_serving_pods_get_read_only_access_to_the_model_prefix(bundled: RenderRe
     assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"], role.name
     inline = h.referring(bundled, "aws:iam/rolePolicy:RolePolicy", "role", role.id)
     assert len(inline) == 1, role.name
-    prefix = weights_prefix(bundled.plan.model)
+    prefix = weights_prefix(bundled.plan.pools[0].vllm.model)
     actions = set()
     for s in h.policy(inline[0].inputs["policy"])["Statement"]:
         acts = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
