@@ -99,7 +99,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         tags=tags, vpc_id=d.vpc_id, private_subnet_ids=d.private_subnet_ids, public_subnet_ids=d.public_subnet_ids))
 
     cluster = EksCluster(name, EksClusterArgs(
-        region=plan.region, platform=platform, private_subnet_ids=network.private_subnet_ids,
+        region=plan.region, platform=platform, private_subnet_ids=network.cluster_subnet_ids,
         public_access_cidrs=list(d.cluster_endpoint_public_access_cidrs),
         admin_principal_arns=list(d.admin_principal_arns), tags=tags))
 
