@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from sizing.allocatable import per_replica_requests
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
 from sizing.cost import (
@@ -61,6 +62,9 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
+    # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
+    # between the replicas on it (sizing/allocatable.py)
+    requests = per_replica_requests(inst, c.replicas_per_instance if c.pp == 1 else 1)
     return Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
@@ -71,10 +75,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
         checkpoint_gib=round(ckpt_gib, 3), model_cache_gib_per_node=round(cache_gib, 3),
         root_volume_gib=root_volume_gib(cache_gib),
-        cpu_millicores_per_replica=_per_replica_share(inst.vcpus - number("node_reserved_vcpus"),
-                                                      c.replicas_per_instance, 1000, 100),
-        memory_mib_per_replica=_per_replica_share(inst.memory_gib - number("node_reserved_memory_gib"),
-                                                  c.replicas_per_instance, 1024, 256),
+        cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
         vllm=VllmSettings(
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
@@ -94,13 +95,6 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
             bound=at.bound, weights_load_s=round(load_s, 1)),
     )
-
-
-def _per_replica_share(allocatable: float, replicas_per_node: int, unit: int, step: int) -> int:
-    """A node's allocatable CPU or memory split between its replicas, in millicores or MiB, rounded
-    down to `step` so every replica's request fits beside the kubelet's reservations."""
-    each = max(allocatable, 0.0) * unit / max(replicas_per_node, 1)
-    return max(int(each // step) * step, step)
 
 
 def checkpoint_gib(cat: Catalog, model: ModelArch, stack: Stack, precision: str) -> float:
