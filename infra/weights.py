@@ -28,6 +28,7 @@ from infra.k8s_common import (
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
 from infra.platform import Platform, model_cache_gib
 from infra.vllm_args import ModelSource
+from sizing.checkpoint import cache_fits_nvme
 from sizing.plan import Pool
 
 MODEL_DIR = "/models/model"
@@ -46,10 +47,9 @@ class WeightsLocation:
 
 def loading_mode(pool: Pool, platform: Platform, instance_store: bool) -> str:
     """`nvme` when the node group puts the kubelet's storage on the instance-store NVMe
-    (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one copy of the model,
-    else `s3-stream`."""
-    nvme_gib = pool.local_nvme_gb * 1e9 / 2**30
-    if instance_store and nvme_gib > 0 and nvme_gib >= model_cache_gib(pool, platform):
+    (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one copy of the model and
+    the image below the kubelet's eviction threshold (sizing/checkpoint.py), else `s3-stream`."""
+    if cache_fits_nvme(pool.local_nvme_gb, model_cache_gib(pool, platform), instance_store):
         return "nvme"
     return "s3-stream"
 

@@ -10,6 +10,7 @@ from typing import Any
 from sizing.allocatable import per_replica_requests
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
+from sizing.checkpoint import checkpoint_size, model_cache_gib, root_volume_gib
 from sizing.cost import (
     HOURS_PER_MONTH,
     api_comparison,
@@ -59,9 +60,13 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         at = estimate_open_loop(cat, cfg, shape, rate)
     eng = cat.engine(w.engine)
     fmt = cat.precision(c.precision)
-    ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
-    cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
-    load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
+    served = w.checkpoints.get(c.precision, model.hf_id)
+    size = checkpoint_size(cat, served, model, checkpoint_format(cat, stack, c.precision))
+    ckpt_gib = size.gib
+    cache_gib = model_cache_gib(ckpt_gib)  # the whole checkpoint on every node (aws s3 sync copies the prefix)
+    instance_store = stack.deployment.model_cache_on_instance_store
+    # GPU memory is filled from the stage's share of the weights (Run:ai streamer from S3, or NVMe)
+    load_s = ckpt_gib / c.pp * GIB / 1e9 / number("weights_load_gbs_s3")
     # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
     # between the replicas on it (sizing/allocatable.py)
     requests = per_replica_requests(inst, c.replicas_per_instance if c.pp == 1 else 1)
@@ -74,7 +79,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         precision=c.precision, purchase=purchase, usd_per_instance_hour=price, usd_per_hour=instances * price,
         demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
         checkpoint_gib=round(ckpt_gib, 3), model_cache_gib_per_node=round(cache_gib, 3),
-        root_volume_gib=root_volume_gib(cache_gib),
+        root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store),
         cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
         vllm=VllmSettings(
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
@@ -97,21 +102,13 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     )
 
 
-def checkpoint_gib(cat: Catalog, model: ModelArch, stack: Stack, precision: str) -> float:
-    """Size of the checkpoint a replica downloads and caches (GiB): the 16-bit model when vLLM
-    quantizes on load (fp8 without a checkpoint), else the weights as served."""
-    from sizing.memory import weight_bytes_per_replica
-
+def checkpoint_format(cat: Catalog, stack: Stack, precision: str) -> Any:
+    """The format the downloaded checkpoint is stored in: the 16-bit model when vLLM quantizes on
+    load (fp8 without a checkpoint), else the weights as served."""
     fmt = cat.precision(precision)
     on_load = precision not in stack.workload.checkpoints and not fmt.needs_prequantized_checkpoint \
         and fmt.weight_bits < 16
-    src = cat.precision("bf16") if on_load else fmt
-    return weight_bytes_per_replica(model, src) / GIB
-
-
-def root_volume_gib(model_cache_gib_per_node: float) -> int:
-    """Root EBS volume of a GPU node (GiB): the vLLM image + one model copy + OS margin."""
-    return math.ceil(number("vllm_image_gib") + model_cache_gib_per_node + number("root_volume_margin_gib"))
+    return cat.precision("bf16") if on_load else fmt
 
 
 def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, mix: Mix,
