@@ -27,6 +27,7 @@ from infra.serving import ServingContext, disruption_budget, gpus_per_pod, workl
 from infra.weights import MODEL_DIR, WeightsLocation, cache_size_limit, loading_mode
 from sizing.allocatable import NodeAllocatable, node_allocatable
 from sizing.checkpoint import ephemeral_on_nvme, nvme_gib, usable_ephemeral_gib
+from sizing.errors import SpecError
 from sizing.plan import Pool
 from sizing.platform_defaults import number
 
@@ -144,13 +145,18 @@ def _ephemeral_gib(v: PoolView) -> tuple[str, float]:
     return "root EBS", usable_ephemeral_gib(float(v.pool.root_volume_gib))
 
 
-def _subnet_azs(fit: FitContext) -> tuple[list[str], dict[str, tuple[str, ...]]] | None:
+def _subnet_azs(fit: FitContext) -> tuple[list[str], dict[str, tuple[str, ...]]] | str | None:
+    """The subnet AZ IDs the program would create and the AZs offering each type; a string when
+    none can be chosen (why); None for a VPC you bring (its subnets' AZs are not known before the run)."""
     if fit.stack.deployment.vpc_id:
-        return None  # the user's subnets: their AZs are not known before the run
+        return None
     plan, cat = fit.plan, fit.catalog
     offered = {p.instance_type: cat.offered_azs(p.instance_type, plan.region) for p in plan.pools}
     region_az_ids = sorted({az for (_, region), azs in cat.offerings.items() if region == plan.region for az in azs})
-    return choose_az_ids(plan, offered, region_az_ids, load_platform(fit.stack.deployment).max_azs), offered
+    try:
+        return choose_az_ids(plan, offered, region_az_ids, load_platform(fit.stack.deployment).max_azs), offered
+    except SpecError as e:
+        return str(e)
 
 
 # --- rules -----------------------------------------------------------------------------------
@@ -249,6 +255,9 @@ def cluster_subnet_disallowed_az(fit: FitContext) -> Iterator[FitProblem]:
     got = _subnet_azs(fit)
     if got is None:
         return
+    if isinstance(got, str):
+        yield FitProblem("cluster-subnet-disallowed-az", "cluster", got, disallowed_source())
+        return
     az_ids, offered = got
     bad = eks_disallowed_az_ids(fit.plan.region)
     cluster = cluster_az_ids(fit.plan.region, az_ids)
@@ -326,7 +335,7 @@ def capacity_below_demand(fit: FitContext) -> Iterator[FitProblem]:
 def _rows(fit: FitContext) -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     got = _subnet_azs(fit)
-    subnet_azs, offered = got if got is not None else ([], {})
+    subnet_azs, offered = got if isinstance(got, tuple) else ([], {})
     cluster = cluster_az_ids(fit.plan.region, subnet_azs) if subnet_azs else []
     platform = load_platform(fit.stack.deployment)
     for v in pool_views(fit):
@@ -334,7 +343,8 @@ def _rows(fit: FitContext) -> dict[str, dict[str, object]]:
         cpu, mem = max(effective_requests(pod) for _, pod in v.pods)
         where, usable = _ephemeral_gib(v)
         k = v.pods_per_node
-        azs = [az for az in subnet_azs if az in offered.get(p.instance_type, ())] if subnet_azs else ["(your VPC)"]
+        azs = ([az for az in subnet_azs if az in offered.get(p.instance_type, ())] if subnet_azs
+               else ["(your VPC)"] if got is None else ["none"])
         out[p.name] = {
             "instance": p.instance_type,
             "CPU req/alloc (m)": f"{cpu * k:,}/{v.node.for_pods_cpu_millicores:,}",

@@ -48,9 +48,11 @@ def render(
 
     cat = load_catalog(catalog)
     # a plain `llmcap:api_key` in the stack file is checked (an empty one is refused); a secret is not read
-    raw_key = apply_overrides(read_config(stack_file), sets).get("llmcap:api_key")
-    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat,
-                                         api_key=raw_key if isinstance(raw_key, str) else None))
+    cfg = apply_overrides(read_config(stack_file), sets)
+    raw_key = cfg.get("llmcap:api_key")
+    api_key = ("" if "llmcap:api_key" in cfg and raw_key is None  # `api_key:` / `--set api_key=` (YAML null)
+               else raw_key if isinstance(raw_key, str) else None)
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key))
     print_fit_table(report)
     if not report.ok:  # refuse before writing anything
         raise NotDeployable(report)
