@@ -143,7 +143,7 @@ class KubernetesApp(pulumi.ComponentResource):
             where = args.weights_prefixes[ckpt]
             job_spec = bucket.apply(lambda b, ckpt=ckpt, host=host, where=where, job_name=job_name: weights.copy_job(
                 ns, ckpt, weights.WeightsLocation(b, where), args.stack.region, host, platform,
-                with_hf_token=args.hf_token is not None, name=job_name)["spec"])
+                with_hf_token=args.hf_token is not None, name=job_name, revision=host.checkpoint_revision)["spec"])
             # Pulumi waits for the Job to complete before the serving pods that read its output
             job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
                                               custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
@@ -210,7 +210,7 @@ class KubernetesApp(pulumi.ComponentResource):
         shape = build("bucket")  # kind and metadata do not depend on the bucket name
         spec = bucket.apply(lambda b: build(b)["spec"])
         deps: list[pulumi.Resource] = [job, addons["device"]] + ([addons["lws"]] if "lws" in addons else [])
-        wait = _minutes(serving.startup_budget_s(pool) + 600)
+        wait = _minutes(serving.rollout_budget_s(pool) + 600)  # image pull + S3 sync + startup
         opts = pulumi.ResourceOptions(parent=self, depends_on=deps, ignore_changes=["spec.replicas"],
                                       custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))
         if shape["kind"] == "Deployment":

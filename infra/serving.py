@@ -57,6 +57,13 @@ def startup_budget_s(pool: Pool) -> int:
     return math.ceil((pool.per_replica.weights_load_s + float(s["margin_s"])) * float(s["safety_factor"]))
 
 
+def rollout_budget_s(pool: Pool) -> int:
+    """How long a new pod may take to become ready on a cold node (s): the image pull and the init
+    container's S3 sync (the plan's image_pull_s and weights_sync_s; the startup probe only starts
+    counting once the vLLM container runs), then the startup probe's budget."""
+    return math.ceil(pool.image_pull_s + pool.weights_sync_s) + startup_budget_s(pool)
+
+
 def probes(port_name: str, pool: Pool) -> dict[str, Any]:
     s = settings.serving()
     period = int(s["startup"]["period_s"])

@@ -83,7 +83,8 @@ def sync_init_container(where: WeightsLocation, region: str) -> dict[str, Any]:
 
 
 def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, pool: Pool,
-             platform: Platform, with_hf_token: bool, name: str = JOB_NAME) -> dict[str, Any]:
+             platform: Platform, with_hf_token: bool, name: str = JOB_NAME,
+             revision: str | None = None) -> dict[str, Any]:
     """Hub → S3, once per checkpoint: `model` is the checkpoint the pool serves (`pool.vllm.model`).
     Runs on a node of `pool`, the first pool serving it (its NVMe holds the scratch copy; a system
     node's root volume would not hold a 405B checkpoint), without requesting a GPU."""
@@ -107,7 +108,9 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             "image": settings.image("vllm").ref,
             # the `hf` CLI ships with huggingface_hub in the vLLM image; original/* holds duplicate
             # consolidated .pth files that vLLM does not read
-            "command": ["hf", "download", model, "--local-dir", MODEL_DIR, "--exclude", "original/*"],
+            # --revision: the commit pinned in sizing/data/checkpoints.csv (the plan's checkpoint_revision)
+            "command": ["hf", "download", model, *(["--revision", revision] if revision else []),
+                        "--local-dir", MODEL_DIR, "--exclude", "original/*"],
             "env": download_env,
             "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
             "securityContext": container_security_context(read_only_root=True),

@@ -79,9 +79,12 @@ class Pool(_M):
     usd_per_hour: float  # desired instances
     demand_share: float = 1.0  # share of the demand this pool serves
     local_nvme_gb: int = 0
-    checkpoint_gib: float = 0.0  # the checkpoint a replica downloads (16-bit when quantized on load)
-    model_cache_gib_per_node: float = 0.0  # one model copy cached on each node
-    root_volume_gib: int = 0  # root EBS volume per GPU node: vLLM image + model cache + OS margin
+    checkpoint_gib: float = 0.0  # the whole checkpoint vllm.model (16-bit when quantized on load), GiB
+    checkpoint_revision: str | None = None  # the Hugging Face commit the copy Job downloads; None = main
+    model_cache_gib_per_node: float = 0.0  # one whole checkpoint copy on each node + headroom (emptyDir limit)
+    root_volume_gib: int = 0  # root EBS volume per GPU node: OS + image (+ one model copy without instance store)
+    image_pull_s: float = 0.0  # expected vLLM image pull on a cold node, s
+    weights_sync_s: float = 0.0  # expected S3 -> node copy of the checkpoint before vLLM starts (0: streamed), s
     cpu_millicores_per_replica: int = 0  # pod CPU request: the node's allocatable vCPUs split between its replicas
     memory_mib_per_replica: int = 0  # pod memory request, likewise (per node for a multi-node replica)
     vllm: VllmSettings

@@ -10,7 +10,13 @@ from typing import Any
 from sizing.allocatable import per_replica_requests
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
-from sizing.checkpoint import checkpoint_size, model_cache_gib, root_volume_gib
+from sizing.checkpoint import (
+    cache_fits_nvme,
+    checkpoint_facts,
+    checkpoint_size,
+    model_cache_gib,
+    root_volume_gib,
+)
 from sizing.cost import (
     HOURS_PER_MONTH,
     api_comparison,
@@ -67,6 +73,11 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     instance_store = stack.deployment.model_cache_on_instance_store
     # GPU memory is filled from the stage's share of the weights (Run:ai streamer from S3, or NVMe)
     load_s = ckpt_gib / c.pp * GIB / 1e9 / number("weights_load_gbs_s3")
+    # before vLLM starts on a cold node: the image pull, and the init container's copy of the whole
+    # checkpoint from S3 onto the instance store when it holds one (infra/weights.py loading_mode)
+    pull_s = number("vllm_image_gib") * GIB / 1e9 / number("image_pull_gbs")
+    sync_s = (ckpt_gib * GIB / 1e9 / number("weights_load_gbs_s3")
+              if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store) else 0.0)
     # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
     # between the replicas on it (sizing/allocatable.py)
     requests = per_replica_requests(inst, c.replicas_per_instance if c.pp == 1 else 1)
@@ -78,14 +89,17 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         instances_min=instances, instances_desired=instances, instances_max=inst_max, replicas_max=replicas_max,
         precision=c.precision, purchase=purchase, usd_per_instance_hour=price, usd_per_hour=instances * price,
         demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
-        checkpoint_gib=round(ckpt_gib, 3), model_cache_gib_per_node=round(cache_gib, 3),
+        checkpoint_gib=round(ckpt_gib, 3), checkpoint_revision=checkpoint_facts(cat, served).revision,
+        model_cache_gib_per_node=round(cache_gib, 3), image_pull_s=round(pull_s, 1), weights_sync_s=round(sync_s, 1),
         root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store),
         cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
         vllm=VllmSettings(
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
-            pipeline_parallel_size=c.pp, max_model_len=w.context_tokens,
-            max_num_seqs=max(1, min(ev.fit.max_concurrent_sequences, eng.default_max_num_seqs)),
+            pipeline_parallel_size=c.pp, max_model_len=served_max_model_len(model, w, ev.fit),
+            # the batch the performance model planned with (KV capacity at the average context, or the
+            # engine default), and never below the planned concurrency (issue 18 item 7)
+            max_num_seqs=max(1, at.max_concurrent_sequences, math.ceil(at.concurrency - 1e-9)),
             max_num_batched_tokens=eng.default_max_num_batched_tokens,
             gpu_memory_utilization=ev.fit.gpu_memory_utilization,
             quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
@@ -100,6 +114,20 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
             bound=at.bound, weights_load_s=round(load_s, 1)),
     )
+
+
+def served_max_model_len(model: ModelArch, w: Any, fit: Any) -> int:
+    """vLLM --max-model-len (tokens). `llmcap:workload.max_context_tokens` when given; else the model's
+    context limit (max_position_embeddings), capped at what one replica's KV cache holds (vLLM refuses to
+    start with a max_model_len its KV cache cannot hold one sequence of) less a margin, and never below
+    prompt p95 + output p95 (which the planner checked fits). Capacity is still planned at the stated
+    mean lengths; a longer prompt is served, not refused with HTTP 400."""
+    if w.max_context_tokens:
+        return int(w.max_context_tokens)
+    kv_tokens = fit.kv_cache_gib_available * GIB / fit.kv_cache_bytes_per_token if fit.kv_cache_bytes_per_token else 0
+    step = int(number("max_model_len_step_tokens"))
+    cap = int(kv_tokens * number("max_model_len_kv_fraction")) // step * step
+    return max(w.context_tokens, min(model.max_position_embeddings, cap))
 
 
 def checkpoint_format(cat: Catalog, stack: Stack, precision: str) -> Any:
@@ -237,6 +265,9 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         if p.vllm.model != model.hf_id:
             warnings.append(f"{p.name}: serves the {p.precision} checkpoint {p.vllm.model} of {model.hf_id}; "
                             "its quality is the checkpoint's, not the base model's")
+        if p.checkpoint_revision is None:
+            warnings.append(f"{p.name}: the checkpoint {p.vllm.model} has no pinned Hugging Face revision "
+                            "(sizing/data/checkpoints.csv); the copy Job downloads the hub's current main")
         if p.nodes_per_replica > 1:
             warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel over "
                             "the network); deployed as a LeaderWorkerSet")
