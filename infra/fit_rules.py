@@ -308,6 +308,18 @@ def node_group_max_below_surge(fit: FitContext) -> Iterator[FitProblem]:
                              "infra/serving.py rollingUpdate maxSurge 1")
 
 
+@fit_rule("node-group-above-quota")
+def node_group_above_quota(fit: FitContext) -> Iterator[FitProblem]:
+    quota = int(number("eks_max_nodes_per_managed_node_group"))
+    for p in fit.plan.pools:
+        if p.instances_max > quota:
+            yield FitProblem("node-group-above-quota", p.name,
+                             f"node group max {p.instances_max} exceeds the EKS quota of {quota} nodes per managed "
+                             "node group; request an increase of quota L-BD136A63 (Service Quotas), then raise "
+                             "eks_max_nodes_per_managed_node_group in sizing/data/platform.csv, or lower the traffic",
+                             "EKS service quota L-BD136A63 (sizing/data/platform.csv)")
+
+
 @fit_rule("max-num-seqs-below-concurrency")
 def max_num_seqs_below_concurrency(fit: FitContext) -> Iterator[FitProblem]:
     for p in fit.plan.pools:

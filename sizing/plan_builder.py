@@ -224,6 +224,16 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     else:
         mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
     pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
+    nodes_max = sum(p.instances_max for p in pools)
+    limit = int(number("kubernetes_max_nodes_per_cluster"))
+    if nodes_max > limit:
+        raise NoFeasiblePlanError(
+            f"the plan needs {nodes_max:,} GPU nodes at its autoscaling maximum",
+            [f"the plan needs {nodes_max:,} GPU nodes "
+             f"({', '.join(f'{x.instances_max:,} {x.instance_type}' for x in pools)}) at its autoscaling maximum; "
+             f"one Kubernetes cluster supports at most {limit:,} nodes "
+             "(kubernetes.io large-cluster limits): lower the traffic in llmcap:workload.traffic, or split it over "
+             "several stacks"])
     usd_h = sum(p.usd_per_hour for p in pools)
     usd_h_max = sum(p.instances_max * p.usd_per_instance_hour for p in pools)
     usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)
