@@ -68,3 +68,33 @@ def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> No
     # and the same program with the rule gone registers resources (the check above can fail)
     run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k")))
     assert engines[1].resources
+
+
+def _main_module():  # type: ignore[no-untyped-def]
+    """infra/__main__.py without its trailing `main()` call (Pulumi runs the file as the program)."""
+    import types
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "infra" / "__main__.py").read_text(encoding="utf-8")
+    assert src.rstrip().endswith("main()")
+    mod = types.ModuleType("llmcap_program_under_test")
+    mod.__dict__["__file__"] = str(Path(__file__).resolve().parents[1] / "infra" / "__main__.py")
+    exec(compile(src.rstrip()[: -len("main()")], "infra/__main__.py", "exec"), mod.__dict__)
+    return mod
+
+
+def test_pulumi_program_refuses_an_empty_api_key(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pulumi.config as cfg
+    import pytest
+
+    from sizing.errors import LlmcapError
+
+    mod = _main_module()
+    for value in ("", "   "):
+        monkeypatch.setattr(cfg, "get_config", lambda k, v=value: v if k == "llmcap:api_key" else None)
+        with pytest.raises(LlmcapError) as e:
+            mod.read_config()
+        assert "llmcap:api_key: empty" in e.value.problems[0]
+    monkeypatch.setattr(cfg, "get_config", lambda k: "s3cret" if k == "llmcap:api_key" else None)
+    _, secrets = mod.read_config()
+    assert secrets.api_key is not None
