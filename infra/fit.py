@@ -130,11 +130,10 @@ class NotDeployable(LlmcapError):
         super().__init__(f"not deployable: {len(lines)} problem(s)", lines)
 
 
-def print_fit_table(report: FitReport, echo: Callable[[Any], None] | None = None) -> None:
-    """The per-pool figures as a rich table (columns: the union of the rows' keys, in order)."""
+def print_fit_table(report: FitReport, echo: Callable[[Any], None]) -> None:
+    """The per-pool figures as a rich table (columns: the union of the rows' keys, in order), handed
+    to `echo` (e.g. a rich Console's print)."""
     from rich.table import Table
-
-    from sizing.commands.common import console
 
     cols: list[str] = []
     for r in report.rows:
@@ -144,7 +143,7 @@ def print_fit_table(report: FitReport, echo: Callable[[Any], None] | None = None
         table.add_column(c, overflow="fold")
     for r in report.rows:
         table.add_row(*[_cell(r.get(c, "")) for c in cols])
-    (echo or console().print)(table)
+    echo(table)
 
 
 def _cell(v: object) -> str:

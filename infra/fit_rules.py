@@ -26,8 +26,8 @@ from infra.platform import load_platform, model_cache_gib
 from infra.serving import ServingContext, disruption_budget, gpus_per_pod, workload
 from infra.weights import MODEL_DIR, WeightsLocation, cache_size_limit, loading_mode
 from sizing.allocatable import NodeAllocatable, node_allocatable
-from sizing.checkpoint import ephemeral_on_nvme, nvme_gib, usable_ephemeral_gib
 from sizing.errors import SpecError
+from sizing.node_storage import ephemeral_on_nvme, nvme_gib, usable_ephemeral_gib
 from sizing.plan import Pool
 from sizing.platform_defaults import number
 

@@ -210,7 +210,8 @@ class KubernetesApp(pulumi.ComponentResource):
         shape = build("bucket")  # kind and metadata do not depend on the bucket name
         spec = bucket.apply(lambda b: build(b)["spec"])
         deps: list[pulumi.Resource] = [job, addons["device"]] + ([addons["lws"]] if "lws" in addons else [])
-        wait = _minutes(serving.rollout_budget_s(pool) + 600)  # image pull + S3 sync + startup
+        mode = weights.loading_mode(pool, platform, args.stack.deployment.model_cache_on_instance_store)
+        wait = _minutes(serving.rollout_budget_s(pool, mode) + 600)  # node boot + image + S3 sync + startup
         opts = pulumi.ResourceOptions(parent=self, depends_on=deps, ignore_changes=["spec.replicas"],
                                       custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))
         if shape["kind"] == "Deployment":

@@ -57,11 +57,22 @@ def startup_budget_s(pool: Pool) -> int:
     return math.ceil((pool.per_replica.weights_load_s + float(s["margin_s"])) * float(s["safety_factor"]))
 
 
-def rollout_budget_s(pool: Pool) -> int:
-    """How long a new pod may take to become ready on a cold node (s): the image pull and the init
-    container's S3 sync (the plan's image_pull_s and weights_sync_s; the startup probe only starts
-    counting once the vLLM container runs), then the startup probe's budget."""
-    return math.ceil(pool.image_pull_s + pool.weights_sync_s) + startup_budget_s(pool)
+BEFORE_VLLM_TERMS = ("node boot", "image pull", "S3 sync")  # sizing/cold_start.py terms before vLLM runs
+
+
+def before_vllm_s(pool: Pool, mode: str) -> float:
+    """Seconds before the vLLM container starts on a new node (sizing/cold_start.py): node boot, the
+    image pull and, with a local cache (`mode` nvme), the init container's S3 sync of the checkpoint.
+    The startup probe only starts counting once the container runs."""
+    from sizing.cold_start import cold_start
+
+    return sum(t.seconds for t in cold_start(pool, mode).terms if t.name in BEFORE_VLLM_TERMS)
+
+
+def rollout_budget_s(pool: Pool, mode: str) -> int:
+    """How long a new pod may take to become ready on a new node (s): what runs before vLLM, then the
+    startup probe's budget. `mode`: nvme | s3-stream (infra/weights.py loading_mode)."""
+    return math.ceil(before_vllm_s(pool, mode)) + startup_budget_s(pool)
 
 
 def probes(port_name: str, pool: Pool) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from infra.k8s_common import (
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
 from infra.platform import Platform, model_cache_gib
 from infra.vllm_args import ModelSource
-from sizing.checkpoint import cache_fits_nvme
+from sizing.node_storage import cache_fits_nvme
 from sizing.plan import Pool
 
 MODEL_DIR = "/models/model"

@@ -1,27 +1,165 @@
-"""The checkpoint a pool downloads: its pinned Hugging Face revision and its size on disk. The one
-place that answers "how big is it" (exact safetensors bytes where recorded, else an estimate).
+"""How big a model's checkpoint is, and where that figure comes from.
 
-Data: sizing/data/checkpoints.csv (hf_id, revision, safetensors_bytes, source, as_of), read through
-the Catalog so a `--catalog DIR` override can pin revisions. Fallback estimate: the weights of one model
-copy in the checkpoint's format (sizing/memory.py weight_bytes_per_replica) × (1 + checkpoint_size_margin,
-sizing/data/platform.csv): nominal parameter counts understate the exact ones (Llama-3.1-70B "70B" is
-~131.4 GiB of BF16 safetensors, 70.55e9 parameters; 405B ~756 GiB), and quantized checkpoints carry
-scales and zeros beyond their weight bits.
-Units: bytes and GiB (2^30) of one full checkpoint.
+`checkpoint_bytes(model, precision)` is the one place other modules ask (storage sizing, the
+deploy fit check, the plan's assumption line). In order of trust:
+
+1. the checkpoint's own safetensors metadata (`huggingface_hub.HfApi.get_safetensors_metadata`:
+   the header of every .safetensors file, read without downloading weights), cached per
+   repo@revision under ~/.cache/llmcap/checkpoints/ (written atomically). The cache is read
+   offline; the hub is asked only with `fetch=True` (`llmcap` does so when it fetches a model's
+   config.json from the hub anyway) and never when HF_HUB_OFFLINE is set.
+2. offline, the parameter count (model card or config-derived, see `ModelArch.params_source`)
+   times the bytes per parameter of the checkpoint's precision. Known error: within ~2% of the
+   published counts for every family in tests/data/configs (tests/test_architectures.py);
+   multimodal checkpoints also hold a vision tower that is not counted.
+
+Units: bytes (not GiB).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import math
+import json
+import os
+import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
+from sizing.catalog import USER_CACHE_DIR, Catalog, ModelArch, PrecisionFormat, load_catalog
 from sizing.memory import GIB
 from sizing.platform_defaults import number
 
-if TYPE_CHECKING:
-    from sizing.catalog import Catalog, ModelArch, PrecisionFormat
+CACHE_DIR = USER_CACHE_DIR.parent / "checkpoints"
+METADATA_SOURCE = "safetensors metadata (huggingface_hub get_safetensors_metadata)"
+
+
+@dataclass(frozen=True)
+class CheckpointMetadata:
+    """What the safetensors headers of one repo@revision say: parameters per dtype and the
+    bytes of all tensor data."""
+
+    repo_id: str
+    revision: str
+    parameter_count: dict[str, int]
+    total_bytes: int
+    files: int
+    fetched_at: str
+
+    @property
+    def parameters(self) -> int:
+        return sum(self.parameter_count.values())
+
+
+def _is_hub_id(repo_id: str) -> bool:
+    parts = repo_id.split("/")
+    return len(parts) == 2 and all(parts) and not repo_id.startswith((".", "/", "~")) and \
+        not repo_id.endswith(".json") and not Path(repo_id).exists()
+
+
+def _cache_path(repo_id: str, revision: str) -> Path:
+    safe = f"{repo_id.replace('/', '--')}@{revision}".replace(os.sep, "_")
+    return CACHE_DIR / f"{safe}.json"
+
+
+def cached_metadata(repo_id: str, revision: str = "main") -> CheckpointMetadata | None:
+    """The cached metadata of repo@revision, or None (absent or unreadable: never an error)."""
+    try:
+        d = json.loads(_cache_path(repo_id, revision).read_text(encoding="utf-8"))
+        meta = CheckpointMetadata(
+            repo_id=str(d["repo_id"]), revision=str(d["revision"]),
+            parameter_count={str(k): int(v) for k, v in d["parameter_count"].items()},
+            total_bytes=int(d["total_bytes"]), files=int(d["files"]), fetched_at=str(d["fetched_at"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return meta if meta.total_bytes > 0 and meta.repo_id == repo_id else None
+
+
+def _save(meta: CheckpointMetadata) -> None:
+    """Write the cache entry atomically: a unique temporary file in the same folder, fsync,
+    rename over the old entry. A reader sees the old entry or the new one, never half."""
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    path = _cache_path(meta.repo_id, meta.revision)
+    fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({**meta.__dict__, "source": METADATA_SOURCE}, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _from_hub(repo_id: str, revision: str) -> CheckpointMetadata:
+    from huggingface_hub import HfApi
+
+    m: Any = HfApi().get_safetensors_metadata(repo_id, revision=revision, timeout=10)
+    total = 0
+    for fm in m.files_metadata.values():
+        for t in fm.tensors.values():
+            begin, end = t.data_offsets
+            total += int(end) - int(begin)
+    return CheckpointMetadata(repo_id=repo_id, revision=revision,
+                              parameter_count={str(k): int(v) for k, v in m.parameter_count.items()},
+                              total_bytes=total, files=len(m.files_metadata),
+                              fetched_at=datetime.now(UTC).strftime("%Y-%m-%d"))
+
+
+def fetch_metadata(repo_id: str, revision: str = "main") -> CheckpointMetadata | None:
+    """Ask the hub for repo@revision's safetensors metadata and cache it; None when offline, the
+    repo has no safetensors, or anything else goes wrong (the caller falls back to the count)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or not _is_hub_id(repo_id):
+        return None
+    try:
+        meta = _from_hub(repo_id, revision)
+    except Exception:  # offline, gated, not safetensors, a hub error: the derived count stands
+        return None
+    if meta.total_bytes <= 0:
+        return None
+    with contextlib.suppress(OSError):  # an unwritable cache costs a later lookup, not this answer
+        _save(meta)
+    return meta
+
+
+def checkpoint_bytes(model: ModelArch, precision: str = "bf16", repo_id: str | None = None,
+                     revision: str = "main", fetch: bool = False,
+                     catalog: Catalog | None = None) -> tuple[float, str]:
+    """(bytes of the checkpoint files' tensors, where the figure comes from) for the checkpoint
+    of `model` in `precision` (the precision its files are stored in; pass the pre-quantized
+    checkpoint's id as `repo_id` when it is another repo). MTP layers are included: they are in
+    the files even when the engine skips them."""
+    repo = repo_id or model.hf_id
+    meta = cached_metadata(repo, revision) if _is_hub_id(repo) else None
+    if meta is None and fetch:
+        meta = fetch_metadata(repo, revision)
+    if meta is not None:
+        return float(meta.total_bytes), (f"{METADATA_SOURCE} of {repo}@{revision}, read {meta.fetched_at}: "
+                                         f"{meta.parameters / 1e9:,.2f}B parameters")
+    from sizing.memory import weight_bytes_per_replica
+
+    cat = catalog or load_catalog()
+    stored = precision
+    if repo == model.hf_id and model.checkpoint_quant == "fp8" and precision in ("bf16", "fp16"):
+        stored = "fp8"  # the published checkpoint is FP8 (its config's quantization_config)
+    b = weight_bytes_per_replica(model, cat.precision(stored), include_mtp=True)
+    how = "rounded as published" if model.params_source == "model card" else "within ~2% of published counts"
+    return b, (f"{model.params_total_b + model.mtp_params_b:,.2f}B parameters from the {model.params_source} "
+               f"({how}) at {stored}; offline estimate, no checkpoint metadata cached")
+
+
+def model_size_line(model: ModelArch, precision: str = "bf16", catalog: Catalog | None = None) -> str:
+    """The plan's assumption line: the model's size and which source it came from."""
+    b, source = checkpoint_bytes(model, precision, catalog=catalog)
+    return f"model size: {model.hf_id} checkpoint {b / 2**30:,.1f} GiB from {source}"
+
+
+# --- the checkpoint a pool downloads: pinned revision, size for storage, where the copy lives -------
+# sizing/data/checkpoints.csv (hf_id, revision, safetensors_bytes, source, as_of), read through the
+# Catalog so a `--catalog DIR` override can pin revisions or record sizes. Storage figures in GiB (2^30).
 
 CHECKPOINTS_FILE = "checkpoints.csv"
 
@@ -51,14 +189,6 @@ def checkpoint_facts(cat: Catalog, hf_id: str) -> CheckpointFacts:
     return facts.get(hf_id) or CheckpointFacts(hf_id, None, None, "not in checkpoints.csv")
 
 
-def estimated_checkpoint_bytes(model: ModelArch, fmt: PrecisionFormat) -> float:
-    """params × bytes per parameter of the format (16-bit embeddings where the format keeps them),
-    plus the stated margin."""
-    from sizing.memory import weight_bytes_per_replica
-
-    return weight_bytes_per_replica(model, fmt) * (1.0 + number("checkpoint_size_margin"))
-
-
 @dataclass(frozen=True)
 class CheckpointSize:
     bytes: float
@@ -71,62 +201,14 @@ class CheckpointSize:
 
 
 def checkpoint_size(cat: Catalog, hf_id: str, model: ModelArch, fmt: PrecisionFormat) -> CheckpointSize:
-    """Size of the checkpoint `hf_id` (the one a pool serves), stored in format `fmt`."""
+    """Size of the whole checkpoint `hf_id` (the one a pool serves, stored in format `fmt`): the bytes
+    recorded in checkpoints.csv, else `checkpoint_bytes` (safetensors metadata when cached, else the
+    parameter estimate, to which `checkpoint_size_margin` is added: storage must not come up short)."""
     facts = checkpoint_facts(cat, hf_id)
     if facts.safetensors_bytes:
         return CheckpointSize(float(facts.safetensors_bytes), True, f"safetensors bytes ({CHECKPOINTS_FILE})")
-    exact_model = getattr(model, "checkpoint_bytes", None)  # exact size recorded with the model, if any
-    if exact_model and hf_id == model.hf_id and fmt.weight_bits >= 16:
-        return CheckpointSize(float(exact_model), True, "safetensors bytes (models.csv)")
+    b, how = checkpoint_bytes(model, fmt.name, repo_id=hf_id, revision=facts.revision or "main", catalog=cat)
+    if how.startswith(METADATA_SOURCE):
+        return CheckpointSize(b, True, how)
     margin = number("checkpoint_size_margin")
-    return CheckpointSize(estimated_checkpoint_bytes(model, fmt), False,
-                          f"parameters × {fmt.name} bytes + {margin:.0%} margin (no recorded size)")
-
-
-# --- where one copy lives on a GPU node ---------------------------------------------------------
-
-def nodefs_eviction_fraction() -> float:
-    """The kubelet evicts pods when its filesystem has less than this fraction free (nodeadm
-    evictionHard nodefs.available 10%; sizing/data/node_allocatable.csv)."""
-    from sizing.allocatable import allocatable_terms
-
-    return allocatable_terms()["eviction_hard_nodefs_fraction"]
-
-
-def nvme_gib(local_nvme_gb: int) -> float:
-    """The instance store in GiB (instances.csv lists decimal GB)."""
-    return local_nvme_gb * 1e9 / GIB
-
-
-def ephemeral_on_nvme(local_nvme_gb: int, instance_store: bool) -> bool:
-    """nodeadm's RAID0 local-storage strategy moves containerd and the kubelet (emptyDirs) onto the
-    instance store when llmcap:deployment.model_cache_on_instance_store is set and the type has one."""
-    return instance_store and local_nvme_gb > 0
-
-
-def usable_ephemeral_gib(disk_gib: float) -> float:
-    """What pods can fill on the kubelet's filesystem before the hard eviction threshold (GiB)."""
-    return disk_gib * (1.0 - nodefs_eviction_fraction())
-
-
-def cache_fits_nvme(local_nvme_gb: int, model_cache_gib: float, instance_store: bool) -> bool:
-    """One model copy and the vLLM image fit the instance store below the eviction threshold."""
-    if not ephemeral_on_nvme(local_nvme_gb, instance_store):
-        return False
-    return usable_ephemeral_gib(nvme_gib(local_nvme_gb)) >= model_cache_gib + number("vllm_image_gib")
-
-
-def model_cache_gib(checkpoint_gib: float) -> float:
-    """The model-cache emptyDir of a node (GiB): the WHOLE checkpoint (`aws s3 sync` copies every
-    file of the prefix, on every node of a multi-node replica too) plus headroom."""
-    return checkpoint_gib + number("model_cache_headroom_gib")
-
-
-def root_volume_gib(cache_gib: float, local_nvme_gb: int, instance_store: bool) -> int:
-    """Root EBS volume of a GPU node (GiB). On the instance store (RAID0) containerd and emptyDirs
-    live on NVMe: the OS margin and the image suffice. Otherwise the root volume holds the image and
-    one model copy (the copy Job's scratch, or the cache) below the eviction threshold."""
-    image, margin = number("vllm_image_gib"), number("root_volume_margin_gib")
-    if ephemeral_on_nvme(local_nvme_gb, instance_store):
-        return math.ceil(image + margin)
-    return math.ceil((image + cache_gib) / (1.0 - nodefs_eviction_fraction()) + margin)
+    return CheckpointSize(b * (1.0 + margin), False, f"{how}; + {margin:.0%} margin for storage")

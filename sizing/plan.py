@@ -51,8 +51,12 @@ class PerReplica(_M):
     itl_p95_ms: float
     ttft_ms: float
     itl_ms: float
-    bound: str  # memory-bandwidth | compute | communication | kv-capacity | engine-limit
+    # what stops this replica's goodput from growing (sizing.binding): itl-tail | ttft-queueing |
+    # kv-capacity | engine-limit (saved plans before 2026-12 carry the step regime here instead)
+    bound: str
     weights_load_s: float  # expected cold-start weight load time from the planned storage
+    binds: str = ""  # one line: what binds, at which load, and the decode step's regime
+    cold_start_s: float = 0.0  # a new replica on a new node until it serves (sizing/cold_start.py), seconds
 
 
 class Pool(_M):
@@ -83,8 +87,6 @@ class Pool(_M):
     checkpoint_revision: str | None = None  # the Hugging Face commit the copy Job downloads; None = main
     model_cache_gib_per_node: float = 0.0  # one whole checkpoint copy on each node + headroom (emptyDir limit)
     root_volume_gib: int = 0  # root EBS volume per GPU node: OS + image (+ one model copy without instance store)
-    image_pull_s: float = 0.0  # expected vLLM image pull on a cold node, s
-    weights_sync_s: float = 0.0  # expected S3 -> node copy of the checkpoint before vLLM starts (0: streamed), s
     cpu_millicores_per_replica: int = 0  # pod CPU request: the node's allocatable vCPUs split between its replicas
     memory_mib_per_replica: int = 0  # pod memory request, likewise (per node for a multi-node replica)
     vllm: VllmSettings

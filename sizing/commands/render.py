@@ -23,6 +23,7 @@ def render(
 ) -> None:
     """Render the deployment offline: what `pulumi up` would create for this stack, from its plan."""
     from sizing.catalog import load_catalog
+    from sizing.commands.common import console
     from sizing.commands.plan_cmd import plan_for
     from sizing.errors import SpecError
     from sizing.stack import load_stack
@@ -30,6 +31,9 @@ def render(
     if target not in ("eks", "compose"):
         raise SpecError(f"--target {target!r}: choose eks or compose")
     stack = load_stack(stack_file, sets)
+    from sizing.weights_source import require_weights_source
+
+    require_weights_source(load_catalog(catalog), stack.workload.model, stack.workload.weights_source)
     plan = plan_for(stack_file, sets, None, catalog)
     if target == "compose":
         from infra.compose import ComposeTargetError, write_compose
@@ -53,7 +57,7 @@ def render(
     api_key = ("" if "llmcap:api_key" in cfg and raw_key is None  # `api_key:` / `--set api_key=` (YAML null)
                else raw_key if isinstance(raw_key, str) else None)
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key))
-    print_fit_table(report)
+    print_fit_table(report, console().print)
     if not report.ok:  # refuse before writing anything
         raise NotDeployable(report)
     result = render_stack(stack, plan, cat)
