@@ -202,8 +202,9 @@ def requests_exceed_allocatable(fit: FitContext) -> Iterator[FitProblem]:
                                  f"{v.pool.instance_type} leaves nothing for the serving pods after kube-reserved, "
                                  "eviction and DaemonSets; choose a larger instance type", SRC_NODEADM)
             elif cpu * k > n.for_pods_cpu_millicores or mem * k > n.for_pods_memory_mib:
+                who = "" if role == "pod" else f"{role} "
                 yield FitProblem("requests-exceed-allocatable", v.pool.name,
-                                 f"{k} {role} pod(s) request {cpu * k}m CPU / {mem * k}Mi but a {v.pool.instance_type} "
+                                 f"{k} {who}pod(s) request {cpu * k}m CPU / {mem * k}Mi but a {v.pool.instance_type} "
                                  f"node has {n.for_pods_cpu_millicores}m / {n.for_pods_memory_mib}Mi for pods "
                                  "(allocatable less DaemonSets); choose a larger instance type or fewer replicas "
                                  "per node", SRC_NODEADM)
@@ -243,11 +244,12 @@ def storage_below_checkpoint(fit: FitContext) -> Iterator[FitProblem]:
         need = image + (limit if local_copy else 0.0)
         if need > usable:
             what = "the copy Job's scratch copy" if v.mode != "nvme" else "the model cache"
+            fix = ("choose an instance type with more instance store, or set "
+                   "llmcap:deployment.model_cache_on_instance_store=false to use a root volume sized for it"
+                   if v.on_nvme else f"the plan's root_volume_gib ({p.root_volume_gib}) is too small: re-plan")
             yield FitProblem("storage-below-checkpoint", p.name,
                              f"{where} of a {p.instance_type} holds {usable:.0f} GiB below the kubelet's eviction "
-                             f"threshold but needs {need:.0f} GiB (image + {what}); choose an instance type with "
-                             "more instance store, or set llmcap:deployment.model_cache_on_instance_store=false "
-                             "to use a root volume sized for it", SRC_EMPTYDIR)
+                             f"threshold but needs {need:.0f} GiB (image + {what}); {fix}", SRC_EMPTYDIR)
 
 
 @fit_rule("cluster-subnet-disallowed-az")

@@ -13,7 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sizing.errors import SpecError
 
-SCHEMA_VERSION = 1
+# 2 (issue 14): model_cache_gib_per_node is the WHOLE checkpoint + headroom on every node (was the
+# stage's share), checkpoint_gib the checkpoint pool.vllm.model really is, root_volume_gib excludes the
+# cache on instance-store nodes, requests come from the node-allocatable model; checkpoint_revision added.
+SCHEMA_VERSION = 2
 
 
 class _M(BaseModel):

@@ -24,7 +24,8 @@ runner = CliRunner()
 
 def _render(tmp_path: Path, stack: str, *args: str) -> tuple[int, str, Path]:
     out = tmp_path / "out"
-    r = runner.invoke(app, ["render", str(ROOT / "stacks" / f"Pulumi.{stack}.yaml"), "--out", str(out), *args])
+    r = runner.invoke(app, ["render", str(ROOT / "stacks" / f"Pulumi.{stack}.yaml"), "--out", str(out), *args],
+                      env={"COLUMNS": "250"})
     return r.exit_code, r.output, out
 
 
