@@ -14,6 +14,7 @@ if _ROOT not in sys.path:
 
 import pulumi  # noqa: E402
 
+from infra.fit import NotDeployable  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog import load_catalog  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
@@ -37,11 +38,14 @@ def read_config() -> tuple[dict[str, object], Secrets]:
     budget = cfg.get_float("budget_usd_month")
     if budget is not None:
         mapping[f"{NAMESPACE}:budget_usd_month"] = budget
-    api_key = cfg.get_secret("api_key")
-    if api_key is None:
-        raise LlmcapError(f"{NAMESPACE}:api_key: not set; the endpoint is closed by default. Set one with "
+    # the plain value only to refuse an empty one: vLLM treats an empty --api-key / VLLM_API_KEY as
+    # "no key" and serves every route unauthenticated (vllm 0.33.0 api_server: `if args.api_key:`)
+    plain_key = cfg.get("api_key")
+    if plain_key is None or not plain_key.strip():
+        state = "not set" if plain_key is None else "empty"
+        raise LlmcapError(f"{NAMESPACE}:api_key: {state}; an empty key turns vLLM's auth off. Set one with "
                           f"`pulumi config set --secret {NAMESPACE}:api_key \"$(openssl rand -hex 32)\"`")
-    return mapping, Secrets(api_key=api_key, hf_token=cfg.get_secret("hf_token"))
+    return mapping, Secrets(api_key=pulumi.Output.secret(plain_key), hf_token=cfg.get_secret("hf_token"))
 
 
 def main() -> None:
@@ -53,7 +57,11 @@ def main() -> None:
         plan = plan_stack(stack, catalog)
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
-    for key, value in build_program(stack, plan, catalog, secrets).items():
+    try:
+        outputs = build_program(stack, plan, catalog, secrets)
+    except NotDeployable as e:  # before any resource exists: one line per problem, nothing created
+        raise pulumi.RunError("\n".join(e.report.lines())) from None
+    for key, value in outputs.items():
         pulumi.export(key, value)
 
 

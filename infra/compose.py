@@ -23,6 +23,7 @@ from sizing.plan import Plan, Pool
 
 ENV_FILE = ".env"
 PORT = 8000
+API_KEY_REQUIRED = "${VLLM_API_KEY:?set VLLM_API_KEY in .env, e.g. openssl rand -hex 32; an empty key turns auth off}"
 
 
 class ComposeTargetError(ValueError):
@@ -64,7 +65,10 @@ def build(plan: Plan) -> ComposeFiles:
         "command": vllm_command(pool),
         "ipc": "host",  # PyTorch shares tensors between processes through /dev/shm
         "env_file": [ENV_FILE],  # VLLM_API_KEY (required) and HF_TOKEN for gated models
-        "environment": {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"},
+        # `:?` stops `docker compose up` while the key is unset OR empty: vLLM 0.33.0 drops an empty
+        # key and serves every route unauthenticated (vllm/entrypoints/serve/middleware/register.py:
+        # `if tokens := [key for key in (args.api_key or [envs.VLLM_API_KEY]) if key]:`)
+        "environment": {"VLLM_API_KEY": API_KEY_REQUIRED, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"},
         "ports": [f"{PORT}:{PORT}"],
         "volumes": ["hf-cache:/root/.cache/huggingface"],
         "deploy": {"resources": {"reservations": {"devices": [
@@ -92,7 +96,9 @@ def build(plan: Plan) -> ComposeFiles:
               "scrape_configs": [{"job_name": "vllm", "metrics_path": "/metrics",
                                   "static_configs": [{"targets": [f"vllm:{PORT}"],
                                                       "labels": {"pool": pool.name}}]}]}
-    env = ("# Copy to .env and fill in. The endpoint refuses requests without this key.\n"
+    env = ("# Copy to .env and fill in. The endpoint refuses requests without this key, and\n"
+           "# `docker compose up` refuses to start while it is empty (vLLM turns auth off for an empty key).\n"
+           "# Generate one with: openssl rand -hex 32\n"
            "VLLM_API_KEY=\n"
            "# A Hugging Face token with access to the model (gated models such as Llama need one).\n"
            "HF_TOKEN=\n")

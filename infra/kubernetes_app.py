@@ -19,7 +19,14 @@ import pulumi_kubernetes as k8s
 
 from infra import autoscaling, observability, router, serving, settings, weights
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY, meta
-from infra.names import COMPONENT_PREFIX, GPU_TAINT_KEY, ROLE_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
+from infra.names import (
+    COMPONENT_PREFIX,
+    GPU_TAINT_KEY,
+    ROLE_LABEL,
+    WEIGHTS_LOADER_SERVICE_ACCOUNT,
+    copy_job_name,
+    served_checkpoints,
+)
 from infra.platform import load_platform
 from sizing.plan import Plan
 from sizing.stack import Stack
@@ -30,7 +37,7 @@ class KubernetesAppArgs:
     plan: Plan
     stack: Stack
     weights_bucket: pulumi.Input[str]
-    weights_prefix: str
+    weights_prefixes: dict[str, str]  # checkpoint (pool.vllm.model) -> its S3 prefix
     service_account_name: str
     namespace: str
     hf_token: pulumi.Input[str] | None
@@ -84,10 +91,20 @@ def secret_object(name: str, namespace: str, key: str, value: Any) -> dict[str, 
             "stringData": {key: value}}
 
 
+def daemonset_resources(name: str) -> dict[str, Any]:
+    """Requests of a DaemonSet llmcap deploys on GPU nodes, from sizing/data/node_daemonsets.csv (the
+    same rows the node-allocatable model subtracts)."""
+    from sizing.allocatable import daemonset_request
+
+    d = daemonset_request(name)
+    return {"requests": {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}}
+
+
 def device_plugin_values() -> dict[str, Any]:
     # the chart's default affinity wants NFD/GFD labels, which EKS GPU nodes do not carry; our
     # node groups label GPU nodes with llmcap.io/role=gpu
-    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    return {"resources": daemonset_resources("nvidia-device-plugin"),
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["gpu"]}]}]}}},
         "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
 
@@ -117,17 +134,23 @@ class KubernetesApp(pulumi.ComponentResource):
                                                 pulumi.Output.secret(args.hf_token)), in_ns))
 
         bucket = pulumi.Output.from_input(args.weights_bucket)
-        first = plan.pools[0]
-        job_spec = bucket.apply(lambda b: weights.copy_job(
-            ns, plan.model, weights.WeightsLocation(b, args.weights_prefix), args.stack.region, first, platform,
-            with_hf_token=args.hf_token is not None)["spec"])
-        # Pulumi waits for the Job to complete before the serving pods that read its output
-        job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
-                                          custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
-        job = k8s.batch.v1.Job(f"job-{weights.JOB_NAME}", metadata=meta(weights.JOB_NAME, ns), spec=job_spec,
-                               opts=job_opts)
+        # one copy Job per checkpoint the pools serve, on a node of the first pool serving it
+        checkpoints = served_checkpoints(plan.pools)
+        jobs: dict[str, pulumi.Resource] = {}
+        for ckpt in checkpoints:
+            host = next(p for p in plan.pools if p.vllm.model == ckpt)
+            job_name = copy_job_name(ckpt, checkpoints)
+            where = args.weights_prefixes[ckpt]
+            job_spec = bucket.apply(lambda b, ckpt=ckpt, host=host, where=where, job_name=job_name: weights.copy_job(
+                ns, ckpt, weights.WeightsLocation(b, where), args.stack.region, host, platform,
+                with_hf_token=args.hf_token is not None, name=job_name, revision=host.checkpoint_revision)["spec"])
+            # Pulumi waits for the Job to complete before the serving pods that read its output
+            job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
+                                              custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
+            jobs[ckpt] = k8s.batch.v1.Job(f"job-{job_name}", metadata=meta(job_name, ns), spec=job_spec,
+                                          opts=job_opts)
         for pool in plan.pools:
-            self._pool(args, pool, bucket, platform, job, addons, in_ns)
+            self._pool(args, pool, bucket, platform, jobs[pool.vllm.model], addons, in_ns)
 
         create(router.service_account(ns), in_ns)
         create(router.role(ns), in_ns)
@@ -180,14 +203,15 @@ class KubernetesApp(pulumi.ComponentResource):
 
         def build(b: str) -> dict[str, Any]:
             ctx = serving.ServingContext(ns, args.service_account_name, args.stack.region,
-                                         weights.WeightsLocation(b, args.weights_prefix), platform,
+                                         weights.WeightsLocation(b, args.weights_prefixes[pool.vllm.model]), platform,
                                          args.stack.deployment.model_cache_on_instance_store)
             return serving.workload(pool, ctx)
 
         shape = build("bucket")  # kind and metadata do not depend on the bucket name
         spec = bucket.apply(lambda b: build(b)["spec"])
         deps: list[pulumi.Resource] = [job, addons["device"]] + ([addons["lws"]] if "lws" in addons else [])
-        wait = _minutes(serving.startup_budget_s(pool) + 600)
+        mode = weights.loading_mode(pool, platform, args.stack.deployment.model_cache_on_instance_store)
+        wait = _minutes(serving.rollout_budget_s(pool, mode) + 600)  # node boot + image + S3 sync + startup
         opts = pulumi.ResourceOptions(parent=self, depends_on=deps, ignore_changes=["spec.replicas"],
                                       custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))
         if shape["kind"] == "Deployment":

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections.abc import Iterable
+from typing import Any
+
 NAMESPACE = "llmcap"  # Kubernetes namespace of the serving stack
 SERVING_SERVICE_ACCOUNT = "vllm"  # pods that read weights (read-only pod identity role)
 WEIGHTS_LOADER_SERVICE_ACCOUNT = "weights-loader"  # the one-off job that writes weights (read-write role)
@@ -16,8 +21,27 @@ COMPONENT_PREFIX = "llmcap:infra:"
 
 
 def weights_prefix(hf_id: str) -> str:
-    """The S3 key prefix holding one model's files, e.g. `models/meta-llama/Meta-Llama-3-8B-Instruct/`."""
+    """The S3 key prefix holding one checkpoint's files, e.g. `models/meta-llama/Meta-Llama-3-8B-Instruct/`.
+    Always the checkpoint a pool serves (`pool.vllm.model`), never the plan's base model."""
     return f"models/{hf_id.strip('/')}/"
+
+
+def served_checkpoints(pools: Iterable[Any]) -> list[str]:
+    """The distinct checkpoints (`pool.vllm.model`) of the plan's pools, in pool order: one copy Job
+    and one S3 prefix each."""
+    return list(dict.fromkeys(p.vllm.model for p in pools))
+
+
+def copy_job_name(hf_id: str, checkpoints: list[str]) -> str:
+    """`weights-copy` when the plan serves one checkpoint, else `weights-copy-<slug>` per checkpoint
+    (a DNS label: at most 63 characters, a short hash when the slug is cut)."""
+    if len(checkpoints) <= 1:
+        return "weights-copy"
+    slug = re.sub(r"[^a-z0-9]+", "-", hf_id.split("/")[-1].lower()).strip("-")
+    name = f"weights-copy-{slug}"
+    if len(name) > 52 or sum(c.split("/")[-1].lower() == hf_id.split("/")[-1].lower() for c in checkpoints) > 1:
+        name = f"{name[:43].rstrip('-')}-{hashlib.sha256(hf_id.encode()).hexdigest()[:8]}"
+    return name
 
 # the AWS Load Balancer Controller (it provisions the router's NLB); its IAM role is created on the
 # AWS side and bound to this service account through EKS Pod Identity

@@ -10,42 +10,12 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.az_choice import MAX_SUBNET_AZS, choose_az_ids, cluster_az_ids  # noqa: F401 (re-exported)
 from infra.names import COMPONENT_PREFIX
-from sizing.errors import SpecError
-from sizing.plan import Plan
 
 # subnet tags the AWS load-balancer integrations use to place internal / internet-facing LBs
 ELB_TAG = "kubernetes.io/role/elb"
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
-MAX_SUBNET_AZS = 7  # carve_cidrs gives each AZ an eighth of the VPC and keeps the last for public subnets
-
-
-def choose_az_ids(plan: Plan, offered: dict[str, tuple[str, ...]], region_az_ids: list[str],
-                  max_azs: int) -> list[str]:
-    """AZ IDs for the subnets: those offering the most planned instance types first (up to
-    `max_azs`), then one more for any pool still uncovered, then other AZs of the region until there
-    are two (EKS needs subnets in two AZs even when a GPU type is offered in only one)."""
-    for pool in plan.pools:
-        if not offered.get(pool.instance_type):
-            raise SpecError(f"{plan.region}: no AZ offers {pool.instance_type} (catalog offerings); "
-                            "choose another region or instance type")
-    served = {az: sum(az in offered[p.instance_type] for p in plan.pools)
-              for az in {a for azs in offered.values() for a in azs}}
-    chosen = sorted(served, key=lambda az: (-served[az], az))[:max_azs]
-    for pool in plan.pools:
-        if not set(chosen) & set(offered[pool.instance_type]):
-            chosen.append(sorted(offered[pool.instance_type])[0])
-    for az in sorted(region_az_ids):
-        if len(chosen) >= 2:
-            break
-        if az not in chosen:
-            chosen.append(az)
-    if len(chosen) < 2:
-        raise SpecError(f"{plan.region}: the catalog knows fewer than two AZs; EKS needs subnets in two")
-    if len(chosen) > MAX_SUBNET_AZS:
-        raise SpecError(f"{plan.region}: the planned pools need subnets in {len(chosen)} AZs; at most "
-                        f"{MAX_SUBNET_AZS} fit the VPC layout")
-    return chosen
 
 
 def carve_cidrs(vpc_cidr: str, n: int) -> tuple[list[str], list[str]]:
@@ -76,6 +46,7 @@ class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     private_subnet_ids: pulumi.Output[list[str]]
     private_subnet_ids_by_az: dict[str, pulumi.Output[str]]  # empty for a VPC you bring
+    cluster_subnet_ids: pulumi.Output[list[str]]  # private subnets outside EKS-disallowed AZ IDs (infra/az_choice.py)
     public_subnet_ids: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -85,6 +56,7 @@ class Network(pulumi.ComponentResource):
             self.vpc_id = pulumi.Output.from_input(args.vpc_id)
             self.private_subnet_ids = pulumi.Output.from_input(list(args.private_subnet_ids or []))
             self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
+            self.cluster_subnet_ids = self.private_subnet_ids  # their AZs are the user's to choose
         else:
             self._create(name, args)
         self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids,
@@ -138,4 +110,7 @@ class Network(pulumi.ComponentResource):
                             tags=tags, opts=child)
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
+        allowed = set(cluster_az_ids(args.region, list(args.az_ids)))
+        self.cluster_subnet_ids = pulumi.Output.all(*[s.id for az, s in zip(args.az_ids, private, strict=True)
+                                                      if az in allowed])
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public])

@@ -45,7 +45,17 @@ def kube_prometheus_values() -> dict[str, Any]:
             "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": "1",
                                        "searchNamespace": "ALL"}},
         },
+        # node-exporter runs on every node, GPU nodes included: its requests are the ones the
+        # node-allocatable model subtracts (sizing/data/node_daemonsets.csv)
+        "prometheus-node-exporter": {"resources": _node_exporter_resources()},
     }
+
+
+def _node_exporter_resources() -> dict[str, Any]:
+    from sizing.allocatable import daemonset_request
+
+    d = daemonset_request("prometheus-node-exporter")
+    return {"requests": {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}}
 
 
 def pod_monitor(namespace: str) -> dict[str, Any]:

@@ -14,10 +14,12 @@ from infra import exports
 from infra.addons import ClusterAddons, ClusterAddonsArgs
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
+from infra.fit import FitContext, NotDeployable, check_deployable
 from infra.names import (
     NAMESPACE,
     SERVING_SERVICE_ACCOUNT,
     WEIGHTS_LOADER_SERVICE_ACCOUNT,
+    served_checkpoints,
     weights_prefix,
 )
 from infra.network import Network, NetworkArgs, choose_az_ids
@@ -75,7 +77,14 @@ def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, 
 
 
 def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) -> dict[str, Any]:
-    """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output)."""
+    """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output).
+
+    Runs the deployability check first (infra/fit.py): when the plan would not come up, raises
+    NotDeployable (one line per problem) before any resource is registered."""
+    api_key = secrets.api_key if isinstance(secrets.api_key, str) else None
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key))
+    if not report.ok:
+        raise NotDeployable(report)
     d = stack.deployment
     platform = load_platform(d)
     name = resource_prefix(stack)
@@ -90,7 +99,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         tags=tags, vpc_id=d.vpc_id, private_subnet_ids=d.private_subnet_ids, public_subnet_ids=d.public_subnet_ids))
 
     cluster = EksCluster(name, EksClusterArgs(
-        region=plan.region, platform=platform, private_subnet_ids=network.private_subnet_ids,
+        region=plan.region, platform=platform, private_subnet_ids=network.cluster_subnet_ids,
         public_access_cidrs=list(d.cluster_endpoint_public_access_cidrs),
         admin_principal_arns=list(d.admin_principal_arns), tags=tags))
 
@@ -99,9 +108,10 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered), tags=tags),
         opts=pulumi.ResourceOptions(depends_on=cluster.addons))
 
-    prefix = weights_prefix(plan.model)
+    # one S3 prefix per checkpoint the pools serve (pool.vllm.model), never the base model's
+    prefixes = {c: weights_prefix(c) for c in served_checkpoints(plan.pools)}
     store = WeightsStore(name, WeightsStoreArgs(
-        cluster_name=cluster.name, namespace=NAMESPACE, prefix=prefix, platform=platform,
+        cluster_name=cluster.name, namespace=NAMESPACE, prefixes=list(prefixes.values()), platform=platform,
         access=[PodAccess(SERVING_SERVICE_ACCOUNT, READ_ACTIONS, "vLLM pods: read the model's weights"),
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
@@ -118,7 +128,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
     endpoint: pulumi.Input[str] | None = None
     if KubernetesApp is not None:
         app = KubernetesApp(name, KubernetesAppArgs(
-            plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefix=prefix,
+            plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
             service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
             api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller),
             opts=pulumi.ResourceOptions(provider=cluster.provider,
@@ -132,6 +142,6 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         exports.KUBECONFIG: cluster.kubeconfig,
         exports.VPC_ID: network.vpc_id,
         exports.WEIGHTS_BUCKET: store.bucket.bucket,
-        exports.WEIGHTS_PREFIX: prefix,
+        exports.WEIGHTS_PREFIX: next(iter(prefixes.values())) if len(prefixes) == 1 else list(prefixes.values()),
         **plan_summary(plan),
     }

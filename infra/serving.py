@@ -57,6 +57,24 @@ def startup_budget_s(pool: Pool) -> int:
     return math.ceil((pool.per_replica.weights_load_s + float(s["margin_s"])) * float(s["safety_factor"]))
 
 
+BEFORE_VLLM_TERMS = ("node boot", "image pull", "S3 sync")  # sizing/cold_start.py terms before vLLM runs
+
+
+def before_vllm_s(pool: Pool, mode: str) -> float:
+    """Seconds before the vLLM container starts on a new node (sizing/cold_start.py): node boot, the
+    image pull and, with a local cache (`mode` nvme), the init container's S3 sync of the checkpoint.
+    The startup probe only starts counting once the container runs."""
+    from sizing.cold_start import cold_start
+
+    return sum(t.seconds for t in cold_start(pool, mode).terms if t.name in BEFORE_VLLM_TERMS)
+
+
+def rollout_budget_s(pool: Pool, mode: str) -> int:
+    """How long a new pod may take to become ready on a new node (s): what runs before vLLM, then the
+    startup probe's budget. `mode`: nvme | s3-stream (infra/weights.py loading_mode)."""
+    return math.ceil(before_vllm_s(pool, mode)) + startup_budget_s(pool)
+
+
 def probes(port_name: str, pool: Pool) -> dict[str, Any]:
     s = settings.serving()
     period = int(s["startup"]["period_s"])
@@ -68,6 +86,44 @@ def probes(port_name: str, pool: Pool) -> dict[str, Any]:
                            "failureThreshold": int(s["readiness"]["failure_threshold"])},
         "livenessProbe": {"httpGet": get, "periodSeconds": int(s["liveness"]["period_s"]),
                           "timeoutSeconds": int(s["liveness"]["timeout_s"]),
+                          "failureThreshold": int(s["liveness"]["failure_threshold"])},
+    }
+
+
+# LWS puts this label (a hash unique to one group) on every pod of a group
+# (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go GroupUniqueHashLabelKey)
+LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+
+
+def worker_leader_zone_affinity(labels: dict[str, str]) -> dict[str, Any]:
+    """A worker PREFERS the zone of its own group's pods (the leader is created first, startupPolicy
+    LeaderCreated), so NCCL traffic stays zonal when capacity allows. Not LWS's
+    `exclusive-topology` annotation: that adds a REQUIRED pod affinity plus a REQUIRED anti-affinity
+    against every other group ("Pod anti-affinity ensures exclusively this set lands on the topology,
+    preventing multiple sets per topology domain", kubernetes-sigs/lws pkg/webhooks/pod_webhook.go
+    SetExclusiveAffinities @060ab4da), i.e. at most one group per zone. `matchLabelKeys` narrows the
+    selector to the incoming pod's own group-key value (Kubernetes pod affinity matchLabelKeys, 1.33+)."""
+    return {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100,
+        "podAffinityTerm": {"labelSelector": {"matchLabels": dict(labels)}, "matchLabelKeys": [LWS_GROUP_KEY_LABEL],
+                            "topologyKey": "topology.kubernetes.io/zone"}}]}
+
+
+def worker_probes(pool: Pool) -> dict[str, Any]:
+    """A headless worker serves no HTTP; it is alive while its group's leader answers /health (the
+    leader's engine stalls when a worker hangs). A failed probe restarts the worker, and
+    RecreateGroupOnPodRestart recreates the whole group. The startup probe gives the group the
+    leader's startup budget first."""
+    s = settings.serving()
+    period = int(s["startup"]["period_s"])
+    port = int(s["vllm_port"])
+    check = {"exec": {"command": ["python3", "-c", (
+        "import os, urllib.request; urllib.request.urlopen("
+        f"'http://' + os.environ['LWS_LEADER_ADDRESS'] + ':{port}/health', timeout=5)")]}}
+    return {
+        "startupProbe": {**check, "periodSeconds": period, "timeoutSeconds": 10,
+                         "failureThreshold": math.ceil(startup_budget_s(pool) / period)},
+        "livenessProbe": {**check, "periodSeconds": int(s["liveness"]["period_s"]), "timeoutSeconds": 10,
                           "failureThreshold": int(s["liveness"]["failure_threshold"])},
     }
 
@@ -129,6 +185,8 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     if serves_http:
         container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
         container.update(probes("http", pool))
+    else:  # an LWS worker
+        container.update(worker_probes(pool))
     pod: dict[str, Any] = {
         "serviceAccountName": ctx.service_account,
         "automountServiceAccountToken": False,  # vLLM never calls the Kubernetes API
@@ -138,6 +196,8 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         "containers": [container],
         "volumes": volumes,
     }
+    if not serves_http:
+        pod["affinity"]["podAffinity"] = worker_leader_zone_affinity(labels)
     if mode == "nvme":
         volumes.append({"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, ctx.platform)}})
         mounts.append({"name": "models", "mountPath": "/models", "readOnly": True})
@@ -185,9 +245,8 @@ def leader_worker_set(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
                                                          headless=True))
     return {
         "apiVersion": LWS_API_VERSION, "kind": "LeaderWorkerSet",
-        # one group's pods share an AZ: NCCL traffic between nodes stays zonal
-        "metadata": meta(name, ctx.namespace, labels,
-                         {"leaderworkerset.sigs.k8s.io/exclusive-topology": "topology.kubernetes.io/zone"}),
+        # no exclusive-topology annotation (one group per zone); workers prefer their leader's zone
+        "metadata": meta(name, ctx.namespace, labels),
         "spec": {
             "replicas": pool.replicas,
             "startupPolicy": "LeaderCreated",

@@ -29,17 +29,19 @@ def tls_only_policy(bucket_arn: str) -> str:
         "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]})
 
 
-def prefix_access_policy(bucket_arn: str, prefix: str, object_actions: list[str]) -> str:
-    """Object actions on `prefix*` only, and listing limited to that prefix."""
+def prefix_access_policy(bucket_arn: str, prefix: str | list[str], object_actions: list[str]) -> str:
+    """Object actions on `prefix*` only (each prefix of a list), and listing limited to those prefixes."""
+    prefixes = [prefix] if isinstance(prefix, str) else list(prefix)
+    objects: str | list[str] = f"{bucket_arn}/{prefixes[0]}*" if len(prefixes) == 1 else \
+        [f"{bucket_arn}/{p}*" for p in prefixes]
     return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": "ModelObjects", "Effect": "Allow", "Action": object_actions,
-         "Resource": f"{bucket_arn}/{prefix}*"},
+        {"Sid": "ModelObjects", "Effect": "Allow", "Action": object_actions, "Resource": objects},
         {"Sid": "ListModelPrefix", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn,
-         "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}}]})
+         "Condition": {"StringLike": {"s3:prefix": [x for p in prefixes for x in (p, f"{p}*")]}}}]})
 
 
-def _access_policy(prefix: str, object_actions: list[str]) -> Callable[[str], str]:
-    return lambda bucket_arn: prefix_access_policy(bucket_arn, prefix, object_actions)
+def _access_policy(prefixes: list[str], object_actions: list[str]) -> Callable[[str], str]:
+    return lambda bucket_arn: prefix_access_policy(bucket_arn, prefixes, object_actions)
 
 
 @dataclass
@@ -55,7 +57,7 @@ class PodAccess:
 class WeightsStoreArgs:
     cluster_name: pulumi.Input[str]
     namespace: str
-    prefix: str
+    prefixes: list[str]  # one per checkpoint the plan serves
     platform: Platform
     access: list[PodAccess]
     force_destroy: bool = False
@@ -98,10 +100,10 @@ class WeightsStore(pulumi.ComponentResource):
             role = aws.iam.Role(f"{name}-{acc.service_account}", assume_role_policy=pod_identity_trust_policy(),
                                 description=acc.description, tags=tags, opts=child)
             aws.iam.RolePolicy(f"{name}-{acc.service_account}", role=role.id,
-                               policy=self.bucket.arn.apply(_access_policy(args.prefix, acc.object_actions)),
+                               policy=self.bucket.arn.apply(_access_policy(args.prefixes, acc.object_actions)),
                                opts=pulumi.ResourceOptions(parent=role))
             aws.eks.PodIdentityAssociation(f"{name}-{acc.service_account}", cluster_name=args.cluster_name,
                                            namespace=args.namespace, service_account=acc.service_account,
                                            role_arn=role.arn, tags=tags, opts=child)
             self.roles[acc.service_account] = role
-        self.register_outputs({"bucket": self.bucket.bucket, "prefix": args.prefix})
+        self.register_outputs({"bucket": self.bucket.bucket, "prefixes": args.prefixes})

@@ -28,6 +28,7 @@ from infra.k8s_common import (
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
 from infra.platform import Platform, model_cache_gib
 from infra.vllm_args import ModelSource
+from sizing.node_storage import cache_fits_nvme
 from sizing.plan import Pool
 
 MODEL_DIR = "/models/model"
@@ -46,10 +47,9 @@ class WeightsLocation:
 
 def loading_mode(pool: Pool, platform: Platform, instance_store: bool) -> str:
     """`nvme` when the node group puts the kubelet's storage on the instance-store NVMe
-    (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one copy of the model,
-    else `s3-stream`."""
-    nvme_gib = pool.local_nvme_gb * 1e9 / 2**30
-    if instance_store and nvme_gib > 0 and nvme_gib >= model_cache_gib(pool, platform):
+    (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one copy of the model and
+    the image below the kubelet's eviction threshold (sizing/checkpoint.py), else `s3-stream`."""
+    if cache_fits_nvme(pool.local_nvme_gb, model_cache_gib(pool, platform), instance_store):
         return "nvme"
     return "s3-stream"
 
@@ -83,8 +83,10 @@ def sync_init_container(where: WeightsLocation, region: str) -> dict[str, Any]:
 
 
 def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, pool: Pool,
-             platform: Platform, with_hf_token: bool) -> dict[str, Any]:
-    """Hub → S3, once. Runs on a node of the first pool (its NVMe holds the scratch copy; a system
+             platform: Platform, with_hf_token: bool, name: str = JOB_NAME,
+             revision: str | None = None) -> dict[str, Any]:
+    """Hub → S3, once per checkpoint: `model` is the checkpoint the pool serves (`pool.vllm.model`).
+    Runs on a node of `pool`, the first pool serving it (its NVMe holds the scratch copy; a system
     node's root volume would not hold a 405B checkpoint), without requesting a GPU."""
     download_env = [{"name": "HOME", "value": "/home/app"}, {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if with_hf_token:
@@ -106,7 +108,9 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             "image": settings.image("vllm").ref,
             # the `hf` CLI ships with huggingface_hub in the vLLM image; original/* holds duplicate
             # consolidated .pth files that vLLM does not read
-            "command": ["hf", "download", model, "--local-dir", MODEL_DIR, "--exclude", "original/*"],
+            # --revision: the commit pinned in sizing/data/checkpoints.csv (the plan's checkpoint_revision)
+            "command": ["hf", "download", model, *(["--revision", revision] if revision else []),
+                        "--local-dir", MODEL_DIR, "--exclude", "original/*"],
             "env": download_env,
             "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
             "securityContext": container_security_context(read_only_root=True),
@@ -128,7 +132,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
     }
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": meta(JOB_NAME, namespace, {"app.kubernetes.io/name": "weights-copy",
+        "metadata": meta(name, namespace, {"app.kubernetes.io/name": "weights-copy",
                                                "app.kubernetes.io/part-of": "llmcap"}),
         "spec": {"backoffLimit": 4, "activeDeadlineSeconds": 6 * 3600,
                  "template": {"metadata": {"labels": {"app.kubernetes.io/name": "weights-copy"}}, "spec": pod}},

@@ -18,8 +18,13 @@ Units: bytes (not GiB).
 
 from __future__ import annotations
 
-from sizing.catalog import Catalog, ModelArch, load_catalog
+import csv
+from dataclasses import dataclass
+
+from sizing.catalog import Catalog, ModelArch, PrecisionFormat, load_catalog
 from sizing.checkpoint_metadata import METADATA_SOURCE, _is_hub_id, cached_metadata, fetch_metadata
+from sizing.memory import GIB
+from sizing.platform_defaults import number
 
 
 def checkpoint_bytes(model: ModelArch, precision: str = "bf16", repo_id: str | None = None,
@@ -52,3 +57,60 @@ def model_size_line(model: ModelArch, precision: str = "bf16", catalog: Catalog 
     """The plan's assumption line: the model's size and which source it came from."""
     b, source = checkpoint_bytes(model, precision, catalog=catalog)
     return f"model size: {model.hf_id} checkpoint {b / 2**30:,.1f} GiB from {source}"
+
+
+# --- the checkpoint a pool downloads: pinned revision, size for storage, where the copy lives -------
+# sizing/data/checkpoints.csv (hf_id, revision, safetensors_bytes, source, as_of), read through the
+# Catalog so a `--catalog DIR` override can pin revisions or record sizes. Storage figures in GiB (2^30).
+
+CHECKPOINTS_FILE = "checkpoints.csv"
+
+
+@dataclass(frozen=True)
+class CheckpointFacts:
+    hf_id: str
+    revision: str | None  # a Hub commit SHA; None = not pinned (the hub's main branch)
+    safetensors_bytes: int | None  # exact total of the .safetensors files; None = unknown
+    source: str
+
+
+def load_checkpoint_facts(cat: Catalog) -> dict[str, CheckpointFacts]:
+    path = cat._path(CHECKPOINTS_FILE)
+    with path.open(newline="", encoding="utf-8") as f:
+        return {r["hf_id"]: CheckpointFacts(r["hf_id"], r["revision"].strip() or None,
+                                            int(r["safetensors_bytes"]) if r["safetensors_bytes"].strip() else None,
+                                            r["source"])
+                for r in csv.DictReader(f)}
+
+
+def checkpoint_facts(cat: Catalog, hf_id: str) -> CheckpointFacts:
+    facts = getattr(cat, "_checkpoint_facts", None)
+    if facts is None:
+        facts = load_checkpoint_facts(cat)
+        object.__setattr__(cat, "_checkpoint_facts", facts)
+    return facts.get(hf_id) or CheckpointFacts(hf_id, None, None, "not in checkpoints.csv")
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    bytes: float
+    exact: bool  # True: recorded safetensors bytes; False: the estimate with its margin
+    how: str
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB
+
+
+def checkpoint_size(cat: Catalog, hf_id: str, model: ModelArch, fmt: PrecisionFormat) -> CheckpointSize:
+    """Size of the whole checkpoint `hf_id` (the one a pool serves, stored in format `fmt`): the bytes
+    recorded in checkpoints.csv, else `checkpoint_bytes` (safetensors metadata when cached, else the
+    parameter estimate, to which `checkpoint_size_margin` is added: storage must not come up short)."""
+    facts = checkpoint_facts(cat, hf_id)
+    if facts.safetensors_bytes:
+        return CheckpointSize(float(facts.safetensors_bytes), True, f"safetensors bytes ({CHECKPOINTS_FILE})")
+    b, how = checkpoint_bytes(model, fmt.name, repo_id=hf_id, revision=facts.revision or "main", catalog=cat)
+    if how.startswith(METADATA_SOURCE):
+        return CheckpointSize(b, True, how)
+    margin = number("checkpoint_size_margin")
+    return CheckpointSize(b * (1.0 + margin), False, f"{how}; + {margin:.0%} margin for storage")

@@ -13,7 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sizing.errors import SpecError
 
-SCHEMA_VERSION = 1
+# 2 (issue 14): model_cache_gib_per_node is the WHOLE checkpoint + headroom on every node (was the
+# stage's share), checkpoint_gib the checkpoint pool.vllm.model really is, root_volume_gib excludes the
+# cache on instance-store nodes, requests come from the node-allocatable model; checkpoint_revision added.
+SCHEMA_VERSION = 2
 
 
 class _M(BaseModel):
@@ -83,9 +86,10 @@ class Pool(_M):
     usd_per_hour: float  # desired instances
     demand_share: float = 1.0  # share of the demand this pool serves
     local_nvme_gb: int = 0
-    checkpoint_gib: float = 0.0  # the checkpoint a replica downloads (16-bit when quantized on load)
-    model_cache_gib_per_node: float = 0.0  # one model copy cached on each node
-    root_volume_gib: int = 0  # root EBS volume per GPU node: vLLM image + model cache + OS margin
+    checkpoint_gib: float = 0.0  # the whole checkpoint vllm.model (16-bit when quantized on load), GiB
+    checkpoint_revision: str | None = None  # the Hugging Face commit the copy Job downloads; None = main
+    model_cache_gib_per_node: float = 0.0  # one whole checkpoint copy on each node + headroom (emptyDir limit)
+    root_volume_gib: int = 0  # root EBS volume per GPU node: OS + image (+ one model copy without instance store)
     cpu_millicores_per_replica: int = 0  # pod CPU request: the node's allocatable vCPUs split between its replicas
     memory_mib_per_replica: int = 0  # pod memory request, likewise (per node for a multi-node replica)
     vllm: VllmSettings

@@ -7,9 +7,11 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from sizing.allocatable import per_replica_requests
 from sizing.binding import binding
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
+from sizing.checkpoint import checkpoint_facts, checkpoint_size
 from sizing.cold_start import cold_start
 from sizing.cost import (
     HOURS_PER_MONTH,
@@ -22,6 +24,7 @@ from sizing.demand import Demand, demand_of
 from sizing.errors import NoFeasiblePlanError
 from sizing.memory import GIB
 from sizing.mix import Mix, MixPart, best_mix
+from sizing.node_storage import cache_fits_nvme, model_cache_gib, root_volume_gib
 from sizing.perf import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
 from sizing.platform_defaults import number, setting
@@ -61,9 +64,16 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     eng = cat.engine(w.engine)
     fmt = cat.precision(c.precision)
     bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
-    ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
-    cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
-    load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
+    served = w.checkpoints.get(c.precision, model.hf_id)
+    size = checkpoint_size(cat, served, model, checkpoint_format(cat, stack, c.precision))
+    ckpt_gib = size.gib
+    cache_gib = model_cache_gib(ckpt_gib)  # the whole checkpoint on every node (aws s3 sync copies the prefix)
+    instance_store = stack.deployment.model_cache_on_instance_store
+    # GPU memory is filled from the stage's share of the weights (Run:ai streamer from S3, or NVMe)
+    load_s = ckpt_gib / c.pp * GIB / 1e9 / number("weights_load_gbs_s3")
+    # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
+    # between the replicas on it (sizing/allocatable.py)
+    requests = per_replica_requests(inst, c.replicas_per_instance if c.pp == 1 else 1)
     pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
@@ -72,17 +82,17 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         instances_min=instances, instances_desired=instances, instances_max=inst_max, replicas_max=replicas_max,
         precision=c.precision, purchase=purchase, usd_per_instance_hour=price, usd_per_hour=instances * price,
         demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
-        checkpoint_gib=round(ckpt_gib, 3), model_cache_gib_per_node=round(cache_gib, 3),
-        root_volume_gib=root_volume_gib(cache_gib),
-        cpu_millicores_per_replica=_per_replica_share(inst.vcpus - number("node_reserved_vcpus"),
-                                                      c.replicas_per_instance, 1000, 100),
-        memory_mib_per_replica=_per_replica_share(inst.memory_gib - number("node_reserved_memory_gib"),
-                                                  c.replicas_per_instance, 1024, 256),
+        checkpoint_gib=round(ckpt_gib, 3), checkpoint_revision=checkpoint_facts(cat, served).revision,
+        model_cache_gib_per_node=round(cache_gib, 3),
+        root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store),
+        cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
         vllm=VllmSettings(
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
-            pipeline_parallel_size=c.pp, max_model_len=w.context_tokens,
-            max_num_seqs=max(1, min(ev.fit.max_concurrent_sequences, eng.default_max_num_seqs)),
+            pipeline_parallel_size=c.pp, max_model_len=served_max_model_len(model, w, ev.fit),
+            # the batch the performance model planned with (KV capacity at the average context, or the
+            # engine default), and never below the planned concurrency (issue 18 item 7)
+            max_num_seqs=max(1, at.max_concurrent_sequences, math.ceil(at.concurrency - 1e-9)),
             max_num_batched_tokens=eng.default_max_num_batched_tokens,
             gpu_memory_utilization=ev.fit.gpu_memory_utilization,
             quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
@@ -97,38 +107,38 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
             bound=bind.code, binds=bind.text, weights_load_s=round(load_s, 1)),
     )
-    pool.per_replica.cold_start_s = round(cold_start(pool).total_s, 1)
+    mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store) else "stream"
+    pool.per_replica.cold_start_s = round(cold_start(pool, mode).total_s, 1)
     return pool
 
 
-def _per_replica_share(allocatable: float, replicas_per_node: int, unit: int, step: int) -> int:
-    """A node's allocatable CPU or memory split between its replicas, in millicores or MiB, rounded
-    down to `step` so every replica's request fits beside the kubelet's reservations."""
-    each = max(allocatable, 0.0) * unit / max(replicas_per_node, 1)
-    return max(int(each // step) * step, step)
+def served_max_model_len(model: ModelArch, w: Any, fit: Any) -> int:
+    """vLLM --max-model-len (tokens). `llmcap:workload.max_context_tokens` when given; else the model's
+    context limit (max_position_embeddings), capped at what one replica's KV cache holds (vLLM refuses to
+    start with a max_model_len its KV cache cannot hold one sequence of) less a margin, and never below
+    prompt p95 + output p95 (which the planner checked fits). Capacity is still planned at the stated
+    mean lengths; a longer prompt is served, not refused with HTTP 400."""
+    if w.max_context_tokens:
+        return int(w.max_context_tokens)
+    kv_tokens = fit.kv_cache_gib_available * GIB / fit.kv_cache_bytes_per_token if fit.kv_cache_bytes_per_token else 0
+    step = int(number("max_model_len_step_tokens"))
+    cap = int(kv_tokens * number("max_model_len_kv_fraction")) // step * step
+    return max(w.context_tokens, min(model.max_position_embeddings, cap))
 
 
-def checkpoint_gib(cat: Catalog, model: ModelArch, stack: Stack, precision: str) -> float:
-    """Size of the checkpoint a replica downloads and caches (GiB): the 16-bit model when vLLM
-    quantizes on load (fp8 without a checkpoint), else the weights as served."""
-    from sizing.memory import weight_bytes_per_replica
-
+def checkpoint_format(cat: Catalog, stack: Stack, precision: str) -> Any:
+    """The format the downloaded checkpoint is stored in: the 16-bit model when vLLM quantizes on
+    load (fp8 without a checkpoint), else the weights as served."""
     fmt = cat.precision(precision)
     on_load = precision not in stack.workload.checkpoints and not fmt.needs_prequantized_checkpoint \
         and fmt.weight_bits < 16
-    src = cat.precision("bf16") if on_load else fmt
-    return weight_bytes_per_replica(model, src) / GIB
+    return cat.precision("bf16") if on_load else fmt
 
 
 def _model_size_line(cat: Catalog, model: ModelArch) -> str:
     from sizing.checkpoint import model_size_line
 
     return model_size_line(model, "fp16" if model.torch_dtype == "float16" else "bf16", cat)
-
-
-def root_volume_gib(model_cache_gib_per_node: float) -> int:
-    """Root EBS volume of a GPU node (GiB): the vLLM image + one model copy + OS margin."""
-    return math.ceil(number("vllm_image_gib") + model_cache_gib_per_node + number("root_volume_margin_gib"))
 
 
 def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, mix: Mix,
@@ -216,6 +226,16 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     else:
         mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
     pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
+    nodes_max = sum(p.instances_max for p in pools)
+    limit = int(number("kubernetes_max_nodes_per_cluster"))
+    if nodes_max > limit:
+        raise NoFeasiblePlanError(
+            f"the plan needs {nodes_max:,} GPU nodes at its autoscaling maximum",
+            [f"the plan needs {nodes_max:,} GPU nodes "
+             f"({', '.join(f'{x.instances_max:,} {x.instance_type}' for x in pools)}) at its autoscaling maximum; "
+             f"one Kubernetes cluster supports at most {limit:,} nodes "
+             "(kubernetes.io large-cluster limits): lower the traffic in llmcap:workload.traffic, or split it over "
+             "several stacks"])
     usd_h = sum(p.usd_per_hour for p in pools)
     usd_h_max = sum(p.instances_max * p.usd_per_instance_hour for p in pools)
     usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)
@@ -259,6 +279,9 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         if p.vllm.model != model.hf_id:
             warnings.append(f"{p.name}: serves the {p.precision} checkpoint {p.vllm.model} of {model.hf_id}; "
                             "its quality is the checkpoint's, not the base model's")
+        if p.checkpoint_revision is None:
+            warnings.append(f"{p.name}: the checkpoint {p.vllm.model} has no pinned Hugging Face revision "
+                            "(sizing/data/checkpoints.csv); the copy Job downloads the hub's current main")
         if p.nodes_per_replica > 1:
             warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel over "
                             "the network); deployed as a LeaderWorkerSet")

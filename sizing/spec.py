@@ -106,7 +106,8 @@ class WorkloadSpec(_Strict):
     prefix_cache_hit_rate: float = Field(default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False,
                                          description="share of prompt tokens served from the prefix cache")
     max_context_tokens: int | None = Field(default=None, gt=0, le=10_000_000,
-                                           description="vLLM --max-model-len; default prompt p95 + output p95")
+                                           description="vLLM --max-model-len; default the model's context limit "
+                                                       "within the KV cache, at least prompt p95 + output p95")
     engine: Engine = Field(default="vllm", description="serving engine the performance model assumes")
     weights_source: str | None = Field(
         default=None, min_length=1, max_length=500,
@@ -156,7 +157,8 @@ class WorkloadSpec(_Strict):
 
     @property
     def context_tokens(self) -> int:
-        """The longest sequence a replica must hold (tokens): --max-model-len."""
+        """The longest sequence a replica must hold (tokens); --max-model-len is at least this
+        (sizing/plan_builder.py served_max_model_len)."""
         return self.max_context_tokens or (self.prompt_tokens.p95_or_mean + self.output_tokens.p95_or_mean)
 
     @property

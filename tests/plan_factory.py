@@ -14,6 +14,15 @@ def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu
               instances_max: int = 3, precision: str = "fp8", purchase: str = "on-demand",
               usd_per_instance_hour: float = 4.6016, nodes_per_replica: int = 1,
               model: str = "meta-llama/Meta-Llama-3-8B-Instruct", local_nvme_gb: int = 3760) -> Pool:
+    # requests and root volume as the planner sizes them (a node's allocatable; sizing/allocatable.py,
+    # sizing/node_storage.py), so the deployability check passes a hand-built pool unless a test breaks it
+    from sizing.allocatable import per_replica_requests
+    from sizing.catalog import load_catalog
+    from sizing.node_storage import root_volume_gib
+
+    inst = load_catalog().instances.get(instance_type)
+    cpu, mem = per_replica_requests(inst, replicas_per_instance if nodes_per_replica == 1 else 1) if inst \
+        else (11700, 48384)
     return Pool(
         name=name, instance_type=instance_type, gpu=gpu, gpus_per_instance=gpus_per_instance,
         tensor_parallel=tp, pipeline_parallel=pp, nodes_per_replica=nodes_per_replica, replicas=replicas,
@@ -24,7 +33,8 @@ def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu
                       else instances_max // nodes_per_replica),
         precision=precision, purchase=purchase, usd_per_instance_hour=usd_per_instance_hour,
         usd_per_hour=usd_per_instance_hour * instances_desired, local_nvme_gb=local_nvme_gb,
-        cpu_millicores_per_replica=11700, memory_mib_per_replica=48384,
+        cpu_millicores_per_replica=cpu, memory_mib_per_replica=mem,
+        root_volume_gib=root_volume_gib(0.0, local_nvme_gb, True),
         vllm=VllmSettings(model=model, served_model_name=model.split("/")[-1].lower(), tensor_parallel_size=tp,
                           pipeline_parallel_size=pp, max_model_len=1536, max_num_seqs=64,
                           max_num_batched_tokens=8192, gpu_memory_utilization=0.9,

@@ -110,7 +110,7 @@ LAYERS: list[tuple[str, list[str]]] = [
       "sizing.checkpoint_metadata", "sizing.weights_source"]),
     ("physics: memory, performance, demand, what binds, cold start, what a stack means",
      ["sizing.memory", "sizing.perf_step", "sizing.perf", "sizing.perf_goodput", "sizing.demand", "sizing.binding",
-      "sizing.cold_start", "sizing.meaning", "sizing.checkpoint"]),
+      "sizing.cold_start", "sizing.meaning", "sizing.checkpoint", "sizing.allocatable", "sizing.node_storage"]),
     ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing"]),
     ("search: candidates, mixes, the planner", ["sizing.candidates", "sizing.mix", "sizing.planner",
                                                 "sizing.plan_builder"]),

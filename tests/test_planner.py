@@ -235,8 +235,11 @@ def test_other_regions_plan_at_their_own_prices() -> None:
 
 @pytest.mark.parametrize("name", ["dev", "scaleup-a100", "llama405b"])
 def test_pod_requests_fit_the_node(name: str) -> None:
+    from sizing.allocatable import node_allocatable
+
     for pool in plan(name).pools:
         inst = CAT.instance(pool.instance_type)
         per_node = pool.replicas_per_instance if pool.pipeline_parallel == 1 else 1
-        assert 0 < pool.cpu_millicores_per_replica * per_node <= (inst.vcpus - 1) * 1000, pool.name
-        assert 0 < pool.memory_mib_per_replica * per_node <= (inst.memory_gib - 3) * 1024, pool.name
+        node = node_allocatable(inst)  # nodeadm kube-reserved, eviction, VM overhead, DaemonSets
+        assert 0 < pool.cpu_millicores_per_replica * per_node <= node.for_pods_cpu_millicores, pool.name
+        assert 0 < pool.memory_mib_per_replica * per_node <= node.for_pods_memory_mib, pool.name

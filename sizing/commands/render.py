@@ -23,6 +23,7 @@ def render(
 ) -> None:
     """Render the deployment offline: what `pulumi up` would create for this stack, from its plan."""
     from sizing.catalog import load_catalog
+    from sizing.commands.common import console
     from sizing.commands.plan_cmd import plan_for
     from sizing.errors import SpecError
     from sizing.stack import load_stack
@@ -45,9 +46,21 @@ def render(
             typer.echo(f"wrote {path}")
         return
 
+    from infra.fit import FitContext, NotDeployable, check_deployable, print_fit_table
     from infra.render import render_stack, write_render
+    from sizing.stack import apply_overrides, read_config
 
-    result = render_stack(stack, plan, load_catalog(catalog))
+    cat = load_catalog(catalog)
+    # a plain `llmcap:api_key` in the stack file is checked (an empty one is refused); a secret is not read
+    cfg = apply_overrides(read_config(stack_file), sets)
+    raw_key = cfg.get("llmcap:api_key")
+    api_key = ("" if "llmcap:api_key" in cfg and raw_key is None  # `api_key:` / `--set api_key=` (YAML null)
+               else raw_key if isinstance(raw_key, str) else None)
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key))
+    print_fit_table(report, console().print)
+    if not report.ok:  # refuse before writing anything
+        raise NotDeployable(report)
+    result = render_stack(stack, plan, cat)
     for path in write_render(result, out):
         typer.echo(f"wrote {path}")
     typer.echo(f"{len(result.resources)} resources for stack {stack.name} "

@@ -6,7 +6,7 @@ vllm serve \
     --served-model-name llama-3.1-405b-instruct \
     --tensor-parallel-size 8 \
     --pipeline-parallel-size 2 \
-    --max-model-len 1280 \
+    --max-model-len 131072 \
     --max-num-seqs 256 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
@@ -26,7 +26,7 @@ vllm serve \
     --served-model-name llama-3.1-405b-instruct \
     --tensor-parallel-size 8 \
     --pipeline-parallel-size 2 \
-    --max-model-len 1280 \
+    --max-model-len 131072 \
     --max-num-seqs 256 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \

@@ -6,8 +6,8 @@ vllm serve \
     --served-model-name llama-3.1-70b-instruct \
     --tensor-parallel-size 4 \
     --pipeline-parallel-size 1 \
-    --max-model-len 1424 \
-    --max-num-seqs 158 \
+    --max-model-len 131072 \
+    --max-num-seqs 184 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \

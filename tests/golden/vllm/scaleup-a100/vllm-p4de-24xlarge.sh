@@ -6,7 +6,7 @@ vllm serve \
     --served-model-name llama-3-8b-instruct \
     --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
-    --max-model-len 1536 \
+    --max-model-len 8192 \
     --max-num-seqs 256 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \

@@ -1,0 +1,89 @@
+"""Issue 14 defect 2: serving pods request what a GPU node really has left. The node model
+(sizing/allocatable.py) follows nodeadm and the EKS managed-node-group rules; every bundled stack's
+rendered pods (effective requests: the larger of the init containers and the containers' sum) times
+pods per node fit the node's allocatable less its DaemonSets; scaleup-a100 keeps 8 replicas per node."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.k8s_common import serving_name
+from sizing.allocatable import (
+    kube_reserved_cpu_millicores,
+    kube_reserved_memory_mib,
+    max_pods,
+    node_allocatable,
+)
+from sizing.catalog import load_catalog
+from tests.k8s_support import STACK_IDS, objects, rendered
+
+CAT = load_catalog()
+
+
+def _cpu_m(q: str) -> int:
+    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+
+
+def _mem_mib(q: str) -> int:
+    for suffix, f in (("Gi", 1024), ("Mi", 1)):
+        if q.endswith(suffix):
+            return int(float(q[: -len(suffix)]) * f)
+    raise AssertionError(q)
+
+
+def effective_requests(pod: dict) -> tuple[int, int]:
+    """Kubernetes' effective pod request: max(largest init container, sum of containers), per resource."""
+    def req(c: dict) -> tuple[int, int]:
+        r = (c.get("resources") or {}).get("requests") or {}
+        return _cpu_m(r.get("cpu", "0m")), _mem_mib(r.get("memory", "0Mi"))
+    cs = [req(c) for c in pod["containers"]]
+    inits = [req(c) for c in pod.get("initContainers", [])]
+    cpu = max([sum(c[0] for c in cs)] + [i[0] for i in inits])
+    mem = max([sum(c[1] for c in cs)] + [i[1] for i in inits])
+    return cpu, mem
+
+
+def test_nodeadm_formulas() -> None:
+    # nodeadm: 6% of the first core + 1% of the second + 0.5% of cores 3-4 + 0.25% above
+    assert kube_reserved_cpu_millicores(4) == 60 + 10 + 10
+    assert kube_reserved_cpu_millicores(96) == 60 + 10 + 10 + 92000 * 25 // 10000
+    assert kube_reserved_memory_mib(110) == 11 * 110 + 255
+    assert max_pods(4) == 110 and max_pods(29) == 110 and max_pods(48) == 250
+
+
+@pytest.mark.parametrize("stack_id", STACK_IDS)
+def test_serving_pods_fit_the_node_allocatable(stack_id: str) -> None:
+    result, _ = rendered(stack_id)
+    objs = objects(stack_id)
+    for pool in result.plan.pools:
+        node = node_allocatable(CAT.instances[pool.instance_type])
+        w = next(o for o in objs if o["metadata"]["name"] == serving_name(pool.name)
+                 and o["kind"] in ("Deployment", "LeaderWorkerSet"))
+        pods = ([w["spec"]["template"]["spec"]] if w["kind"] == "Deployment" else
+                [w["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"],
+                 w["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]])
+        per_node = pool.replicas_per_instance if pool.nodes_per_replica == 1 else 1
+        for pod in pods:
+            cpu, mem = effective_requests(pod)
+            assert cpu * per_node <= node.for_pods_cpu_millicores, f"{stack_id}/{pool.name}: CPU {cpu}m × {per_node}"
+            assert mem * per_node <= node.for_pods_memory_mib, f"{stack_id}/{pool.name}: memory {mem}Mi × {per_node}"
+
+
+def test_scaleup_a100_keeps_every_planned_replica_per_node() -> None:
+    result, _ = rendered("scaleup-a100")
+    pool = result.plan.pools[0]
+    node = node_allocatable(CAT.instances[pool.instance_type])
+    assert pool.replicas_per_instance == 8
+    assert pool.memory_mib_per_replica * 8 <= node.for_pods_memory_mib
+    assert pool.cpu_millicores_per_replica * 8 <= node.for_pods_cpu_millicores
+
+
+def test_daemonsets_llmcap_deploys_request_what_the_node_model_subtracts() -> None:
+    from infra.kubernetes_app import device_plugin_values
+    from infra.observability import kube_prometheus_values
+    from sizing.allocatable import daemonset_request
+
+    for name, values in (("nvidia-device-plugin", device_plugin_values()),
+                         ("prometheus-node-exporter", kube_prometheus_values()["prometheus-node-exporter"])):
+        d = daemonset_request(name)
+        assert values["resources"]["requests"] == {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}
