@@ -19,7 +19,7 @@ from sizing.cost import (
 from sizing.demand import Demand
 from sizing.errors import NoFeasiblePlanError
 from sizing.memory import GIB
-from sizing.mix import Mix, MixPart, best_mix
+from sizing.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
 from sizing.perf import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
 from sizing.platform_defaults import number, setting
@@ -202,6 +202,9 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         assert mix is not None  # main.feasible is non-empty here
         if len(mix.parts) == 1:
             warnings.append("mixed: no two-pool mix is cheaper than the best single pool")
+        if not mix.exact:
+            warnings.append(f"mixed: the split search stopped after {MAX_MINORITY_STEPS:,} steps of the smaller pool "
+                            "per pair; a split with more of it was not examined (its saving is at most rounding)")
     else:
         mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
     pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
