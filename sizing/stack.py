@@ -24,7 +24,37 @@ from sizing.user_files import read_user_file
 
 NAMESPACE = "llmcap"
 KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token", "api_key")
+SECRET_KEYS = ("api_key", "hf_token")
 DEFAULT_REGION = "us-east-1"
+# A stack file is a few KiB (Pulumi's own, with encrypted secrets, stays far below this); 20-60 MB
+# files took more than 30 s to parse, so anything above this is refused before parsing.
+STACK_MAX_BYTES = 1024 * 1024
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a mapping with the same key twice (YAML 1.2 requires keys to be
+    unique; PyYAML silently keeps the last one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not None:
+                raise DuplicateKeyError(key, first, key_node.start_mark.line + 1)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    def __init__(self, key: Any, first_line: int, line: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.first_line, self.line = key, first_line, line
 
 
 @dataclass(frozen=True)
@@ -37,6 +67,7 @@ class Stack:
     region: str
     deployment: DeploymentOptions
     budget_usd_month: float | None = None
+    warnings: tuple[str, ...] = ()  # e.g. a plaintext secret; validate and plan print them
 
 
 def stack_name(path: Path) -> str:
@@ -116,9 +147,12 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a stack file, or a SpecError naming what is wrong."""
-    text = read_user_file(path, "stack file")
+    text = read_user_file(path, "stack file", max_bytes=STACK_MAX_BYTES)
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKeyError as e:
+        raise SpecError(f"{path}: duplicate key {e.key!r} at line {e.line} (first at line {e.first_line}); "
+                        "YAML keeps only the last one, so remove one of them") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -163,7 +197,23 @@ def stack_from_config(name: str, config: dict[str, Any], source: str = "stack") 
         raise SpecError(f"{source}: {len(problems)} problem(s)", problems)
     assert workload is not None and hardware is not None and deployment is not None  # for mypy: checked above
     return Stack(name=name, workload=workload, hardware=hardware, region=str(region),
-                 deployment=deployment, budget_usd_month=float(budget) if budget is not None else None)
+                 deployment=deployment, budget_usd_month=float(budget) if budget is not None else None,
+                 warnings=tuple(plaintext_secret_warnings(config)))
+
+
+def plaintext_secret_warnings(config: dict[str, Any]) -> list[str]:
+    """One line per llmcap secret stored in plain text. `pulumi config set --secret` stores a secret
+    as a mapping `{secure: <ciphertext>}` ("All encrypted values are stored as ciphertext in
+    configuration and state files", https://www.pulumi.com/learn/building-with-pulumi/secrets/);
+    anything else under these keys is readable by whoever reads the file or the repository."""
+    out = []
+    for k in SECRET_KEYS:
+        v = config.get(f"{NAMESPACE}:{k}")
+        if v is None or (isinstance(v, dict) and set(v) == {"secure"}):
+            continue
+        out.append(f"{NAMESPACE}:{k} is stored in plain text in the stack file; remove it and run "
+                   f"`pulumi config set --secret {NAMESPACE}:{k} VALUE` (Pulumi then stores it encrypted)")
+    return out
 
 
 def load_stack(path: str | Path, sets: list[str] | None = None) -> Stack:

@@ -42,6 +42,8 @@ def validate(stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.ya
     """Validate a stack file's llmcap config; print an OK summary or one line per problem (exit 2)."""
     stack = load_stack(stack_file)
     check_names(stack, catalog)
+    for line in stack.warnings:
+        typer.echo(f"warning: {line}", err=True)
     w, h = stack.workload, stack.hardware
     traffic = (f"{w.traffic.concurrent_users} concurrent users" if w.traffic.concurrent_users
                else f"{w.traffic.peak_requests_per_s:g} req/s peak")
