@@ -77,3 +77,10 @@ def test_an_encrypted_secret_is_accepted_silently(tmp_path: Path) -> None:
     f.write_text(DEV.read_text() + "  llmcap:api_key:\n    secure: AAABAHhQx1rZ0N0l9Y3c2ZXJ5LXNlY3JldA==\n")
     r = runner.invoke(app, ["validate", str(f)])
     assert r.exit_code == 0 and "warning" not in r.output, r.output
+
+
+def test_a_budget_too_large_for_a_float_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "Pulumi.budget.yaml"
+    f.write_text(DEV.read_text() + "  llmcap:budget_usd_month: 1" + "0" * 400 + "\n")
+    code, out = _run("validate", str(f))  # OverflowError traceback before the fix (found by the fuzz)
+    assert code == 2 and "llmcap:budget_usd_month: must be a positive number of USD" in out, out
