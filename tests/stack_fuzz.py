@@ -235,6 +235,20 @@ def check_invariants(plan: dict[str, Any]) -> None:
         assert p["instances_desired"] >= 1 and p["replicas"] >= 1
 
 
+def _explained(code: int, out: str, err: str) -> bool:
+    """A refusal says why: `error:` lines on stderr, or (infeasible plan, --format json) a JSON object
+    with `feasible: false` and its problems on stdout."""
+    if any(ln.startswith("error:") for ln in err.splitlines()):
+        return True
+    if code == 3:
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            return False
+        return isinstance(doc, dict) and doc.get("feasible") is False and bool(doc.get("problems"))
+    return False
+
+
 def run_one(path: Path, command: str) -> tuple[int, str, str, str]:
     """(exit code, stdout, stderr, traceback text or "") of one command function, in process."""
     from sizing.commands.common import Format
@@ -301,7 +315,7 @@ def run_cases(tmp: Path, seed: int, n: int, progress: Callable[[int], None] | No
                 if tb or "Traceback" in out + err:
                     t.tracebacks.append(f"case {i} ({kind}, {command}): {(tb or err).strip().splitlines()[-1][:200]}")
                 elif code not in ((0, 2) if command == "validate" else (0, 2, 3)) or \
-                        (code and not any(ln.startswith("error:") for ln in err.splitlines())):
+                        (code and not _explained(code, out, err)):
                     t.bad_errors.append(f"case {i} ({kind}, {command}): exit {code}: {err[:200]!r}")
                 elif code == 0 and command == "plan":
                     try:
