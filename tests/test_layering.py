@@ -111,7 +111,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("physics: memory, performance, demand", ["sizing.memory", "sizing.perf_step", "sizing.perf",
                                               "sizing.perf_goodput", "sizing.demand"]),
     ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing"]),
-    ("search: candidates, mixes, the planner", ["sizing.candidates", "sizing.mix", "sizing.planner",
+    ("search: candidates, mixes, the planner", ["sizing.candidates", "sizing.mix", "sizing.purchase", "sizing.planner",
                                                 "sizing.plan_builder"]),
     ("analyses and adapters: compare, diff, bench, AWS", ["sizing.compare", "sizing.diff", "sizing.bench",
                                                           "sizing.aws"]),
