@@ -562,6 +562,12 @@ def write_generation(out: Path, tables: dict[str, tuple[list[str], list[dict[str
     Files of the current generation that are not in `tables` (a user's own gpus.csv) are carried over.
     The previous generation is kept (a reader that resolved it still reads it whole); older ones are
     removed. Any failure removes what was written and leaves `out` as it was (AwsDataError for OSError)."""
+    out = out.absolute()
+    if out.is_dir() and not out.is_symlink():
+        foreign = sorted(f.name for f in out.iterdir() if not (f.is_file() and f.name.endswith(".csv")))
+        if foreign:  # never swap away a directory that is not a catalog (--out . or --out ~)
+            raise AwsDataError(f"{out} is not a catalog directory (it holds {', '.join(foreign[:3])}); "
+                               "give a new directory or one that holds only catalog CSV files")
     parent = out.parent
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{os.getpid()}"
     tmp = parent / f".{out.name}.new-{stamp}"

@@ -78,3 +78,17 @@ def test_a_legacy_real_directory_cache_is_swapped_for_a_generation(baseline: Pat
     assert legacy.is_symlink() and (legacy / "gpus.csv").is_file()  # the user's own file carried over
     assert [p.name.endswith("-legacy") for p in legacy.parent.iterdir() if p.name.startswith(".catalog.gen-")] \
         .count(True) == 1
+
+
+def test_a_directory_that_is_not_a_catalog_is_never_swapped_away(baseline: Path, tmp_path: Path) -> None:
+    from sizing.aws import AwsDataError, aws_errors, refresh_catalog
+    from sizing.catalog import Catalog
+
+    home = tmp_path / "home"
+    (home / "src").mkdir(parents=True)
+    (home / "notes.txt").write_text("mine")
+    before = snapshot(tmp_path)
+    with pytest.raises(AwsDataError, match="is not a catalog directory"), aws_errors():
+        refresh_catalog(["us-east-1"], home, AwsClients(injected={"ec2": ec2_client(), "pricing": pricing_client()}),
+                        Catalog())
+    assert snapshot(tmp_path) == before
