@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +57,21 @@ INSTANCE_FIELDS = ["instance_type", "family", "gpu", "gpu_count", "gpu_memory_gi
                    "usage_classes", "source", "as_of", "notes"]
 PRICE_FIELDS = ["instance_type", "region", "purchase", "usd_per_hour", "source", "as_of"]
 OFFERING_FIELDS = ["instance_type", "region", "availability_zone_id", "source", "as_of"]
+SPOT_AZ_FIELDS = ["instance_type", "region", "availability_zone", "usd_per_hour", "price_changes", "window_start",
+                  "window_end", "source", "as_of"]
+SPOT_WINDOW_DAYS = 7  # the spot median covers the 7 days before the refresh
+# A region whose fresh answer holds less than this share of the rows the cache has for it (GPU
+# instance types, AZ offerings, on-demand prices) is refused unless --allow-shrink: an SCP, a region
+# that is not opted in or a wrong endpoint answers "nothing", not an error.
+SHRINK_FLOOR = 0.5
 
 
 class AwsAccessError(LlmcapError):
     """Credentials missing, access denied, or AWS unreachable (exit 2, one line)."""
+
+
+class AwsDataError(LlmcapError):
+    """AWS answered, but with data that cannot be used (unreadable, or far less than before) (exit 2)."""
 
 
 # --- clients and errors ---------------------------------------------------------------------
@@ -257,18 +270,27 @@ def on_demand_usd_from_price_list(price_list: list[str]) -> float | None:
     Only plain Linux products (operation RunInstances, no license, not a Capacity Block) count;
     if several still match, the lowest non-zero hourly price is taken."""
     prices: list[float] = []
-    for text in price_list:
-        product = json.loads(text)
-        attrs = product.get("product", {}).get("attributes", {})
-        if attrs.get("operation", "RunInstances") != "RunInstances":
-            continue
-        if attrs.get("marketoption", "OnDemand") != "OnDemand":
-            continue
-        for offer in product.get("terms", {}).get("OnDemand", {}).values():
-            for dim in offer.get("priceDimensions", {}).values():
-                usd = dim.get("pricePerUnit", {}).get("USD")
-                if usd and dim.get("unit", "Hrs").lower().startswith("hr") and float(usd) > 0:
-                    prices.append(float(usd))
+    for i, text in enumerate(price_list):
+        try:
+            product = json.loads(text)
+            attrs = product.get("product", {}).get("attributes", {})
+            if attrs.get("operation", "RunInstances") != "RunInstances":
+                continue
+            if attrs.get("marketoption", "OnDemand") != "OnDemand":
+                continue
+            for offer in product.get("terms", {}).get("OnDemand", {}).values():
+                for dim in offer.get("priceDimensions", {}).values():
+                    usd = dim.get("pricePerUnit", {}).get("USD")
+                    if not usd or not dim.get("unit", "Hrs").lower().startswith("hr"):
+                        continue
+                    value = float(usd)
+                    if not math.isfinite(value) or value < 0:
+                        raise ValueError(f"USD {usd!r}")
+                    if value > 0:
+                        prices.append(value)
+        except (ValueError, TypeError, AttributeError) as e:  # JSONDecodeError is a ValueError
+            raise AwsDataError(f"AWS Pricing GetProducts: PriceList item {i} is unreadable "
+                               f"({e.__class__.__name__}: {str(e)[:80]})") from None
     return min(prices) if prices else None
 
 
@@ -281,30 +303,70 @@ def fetch_on_demand_price(pricing: Any, instance_type: str, region: str) -> floa
     return on_demand_usd_from_price_list(texts)
 
 
-def fetch_spot_prices(ec2: Any, instance_types: list[str], region: str,
-                      now: datetime | None = None) -> dict[str, float]:
-    """instance type -> the MINIMUM over the region's regular AZs of the latest Linux spot price.
+@dataclass(frozen=True)
+class SpotAz:
+    """The spot price of one instance type in one AZ over the window: the time-weighted median ($/hour)."""
 
-    Minimum (not median) matches the bundled catalog's spot column (SkyPilot's minimum over AZs):
-    it is the price a node group spread over all AZs can get. Local Zones are left out."""
+    usd_per_hour: float
+    price_changes: int  # price records that fell in (or were in effect at the start of) the window
+
+
+def _weighted_median(points: list[tuple[datetime, float]], start: datetime, end: datetime) -> float:
+    """Median over [start, end] of a step function: each price holds from its record until the next.
+
+    DescribeSpotPriceHistory "returns the prices of the instance types within that time range. It also
+    returns the last price change before the start time, which is the effective price as of the start
+    time" (EC2 API reference, DescribeSpotPriceHistory)."""
+    pts = sorted(points)
+    spans: list[tuple[float, float]] = []
+    for i, (ts, usd) in enumerate(pts):
+        lo = max(ts, start)
+        hi = pts[i + 1][0] if i + 1 < len(pts) else end
+        spans.append((usd, max((min(hi, end) - lo).total_seconds(), 0.0)))
+    total = sum(w for _, w in spans)
+    if total <= 0:
+        return pts[-1][1]
+    acc = 0.0
+    for usd, w in sorted(spans):
+        acc += w
+        if acc >= total / 2:
+            return usd
+    return sorted(spans)[-1][0]
+
+
+def fetch_spot_prices(ec2: Any, instance_types: list[str], region: str, now: datetime | None = None,
+                      window_days: int = SPOT_WINDOW_DAYS) -> dict[str, dict[str, SpotAz]]:
+    """instance type -> AZ name -> its Linux/UNIX spot price over the `window_days` before `now`.
+
+    Local Zones are left out (only <region><letter> AZs). A record without a readable SpotPrice is
+    an AwsDataError, not a skipped row."""
     now = now or datetime.now(UTC)
-    latest: dict[tuple[str, str], tuple[datetime, float]] = {}
+    start = now - timedelta(days=window_days)
+    history: dict[tuple[str, str], list[tuple[datetime, float]]] = {}
     regular_az = re.compile(rf"^{re.escape(region)}[a-z]$")
     for chunk in _chunks(instance_types, 100):
         pages = ec2.get_paginator("describe_spot_price_history").paginate(
-            InstanceTypes=chunk, ProductDescriptions=[SPOT_PRODUCT], StartTime=now, EndTime=now)
+            InstanceTypes=chunk, ProductDescriptions=[SPOT_PRODUCT], StartTime=start, EndTime=now)
         for page in pages:
             for h in page.get("SpotPriceHistory", []):
                 az = h.get("AvailabilityZone", "")
                 if not regular_az.match(az) or not h.get("ProductDescription", "").startswith(SPOT_PRODUCT):
                     continue
-                key = (h["InstanceType"], az)
-                ts = h.get("Timestamp") or now
-                if key not in latest or ts > latest[key][0]:
-                    latest[key] = (ts, float(h["SpotPrice"]))
-    out: dict[str, float] = {}
-    for (t, _), (_, usd) in latest.items():
-        out[t] = min(usd, out.get(t, usd))
+                try:
+                    usd = float(h["SpotPrice"])
+                    if not math.isfinite(usd) or usd <= 0:
+                        raise ValueError(h["SpotPrice"])
+                    ts = h.get("Timestamp") or start
+                    if ts.tzinfo is None:
+                        ts = ts.replace(tzinfo=UTC)
+                    history.setdefault((h["InstanceType"], az), []).append((ts, usd))
+                except (KeyError, ValueError, TypeError, AttributeError) as e:
+                    raise AwsDataError(f"AWS EC2 DescribeSpotPriceHistory ({region}): a record for "
+                                       f"{h.get('InstanceType', '?')} in {az} has no usable SpotPrice "
+                                       f"({e.__class__.__name__}: {str(e)[:60]})") from None
+    out: dict[str, dict[str, SpotAz]] = {}
+    for (t, az), pts in history.items():
+        out.setdefault(t, {})[az] = SpotAz(_weighted_median(pts, start, now), len(pts))
     return out
 
 
@@ -318,40 +380,43 @@ class RefreshResult:
     offerings: int
     skipped: list[str]
     unpriced: list[str]
+    spot_azs: int = 0  # (instance type, AZ) spot medians written
+    generation: str = ""  # the directory the cache now points to
+
+
+@dataclass
+class _RegionAnswer:
+    types: list[str] = field(default_factory=list)
+    offers: list[dict[str, str]] = field(default_factory=list)
+    prices: list[dict[str, str]] = field(default_factory=list)
+    spot_azs: list[dict[str, str]] = field(default_factory=list)
 
 
 def _write(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
+    """One CSV table, flushed and fsynced (the generation directory is renamed only after this)."""
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         w.writeheader()
         for r in rows:
             w.writerow({k: r.get(k, "") for k in fields})
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _existing(out_dir: Path, name: str) -> list[dict[str, str]]:
     """Rows of the table being replaced: the out dir's own file, else the bundled one."""
     p = out_dir / name if (out_dir / name).is_file() else BUNDLED_DIR / name
-    return _rows(p)
+    return _rows(p) if p.is_file() else []
 
 
-def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClients,
-                    catalog: Catalog, today: date | None = None) -> RefreshResult:
-    """Write instances.csv, prices.csv and offerings.csv for `regions` into `out_dir`.
-
-    Rows of other regions (and instance types not seen live) are kept from the table being
-    replaced, with their own source and as_of. Kept GPU types: those whose GPU is in gpus.csv
-    or that the catalog already lists; others are reported as skipped."""
-    out = out_dir or USER_CACHE_DIR
-    as_of = (today or date.today()).isoformat()
-    inst_rows: dict[str, dict[str, str]] = {}
-    offer_rows: list[dict[str, str]] = []
-    price_rows: list[dict[str, str]] = []
-    skipped: set[str] = set()
-    unpriced: list[str] = []
-    known = {r["instance_type"]: r for r in _existing(out, "instances.csv")}
-    for region in regions:
-        ec2 = clients.ec2(region)
-        types_here: list[str] = []
+def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dict[str, dict[str, str]],
+                  as_of: str, now: datetime, inst_rows: dict[str, dict[str, str]], skipped: set[str],
+                  unpriced: list[str]) -> _RegionAnswer:
+    """Everything AWS says about one region, parsed; any unreadable item is an AwsDataError."""
+    ans = _RegionAnswer()
+    ec2 = clients.ec2(region)
+    step = "DescribeInstanceTypes"
+    try:
         for it in fetch_instance_types(ec2):
             row = instance_row(it, catalog, known, f"AWS EC2 DescribeInstanceTypes ({region})", as_of)
             if row is None:
@@ -360,36 +425,195 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
                 skipped.add(f"{row['instance_type']} (GPU {row['gpu']} not in gpus.csv)")
                 continue
             inst_rows.setdefault(row["instance_type"], row)
-            types_here.append(row["instance_type"])
-        types_here.sort()
-        for t, azs in fetch_offerings(ec2, types_here).items():
-            offer_rows.extend({"instance_type": t, "region": region, "availability_zone_id": az,
+            ans.types.append(row["instance_type"])
+        ans.types.sort()
+        step = "DescribeInstanceTypeOfferings"
+        for t, azs in fetch_offerings(ec2, ans.types).items():
+            ans.offers.extend({"instance_type": t, "region": region, "availability_zone_id": az,
                                "source": f"AWS EC2 DescribeInstanceTypeOfferings availability-zone-id ({region})",
                                "as_of": as_of} for az in azs)
-        for t in types_here:
-            usd = fetch_on_demand_price(clients.pricing(), t, region)
+        step = "GetProducts"
+        for t in ans.types:
+            try:
+                usd = fetch_on_demand_price(clients.pricing(), t, region)
+            except AwsDataError as e:
+                raise AwsDataError(f"{e.problems[0]} for {t} in {region}") from None
             if usd is None:
                 unpriced.append(f"{t} in {region}")
                 continue
-            price_rows.append({"instance_type": t, "region": region, "purchase": "on-demand",
+            ans.prices.append({"instance_type": t, "region": region, "purchase": "on-demand",
                                "usd_per_hour": repr(usd), "as_of": as_of,
                                "source": "AWS Pricing API GetProducts (AmazonEC2; Linux, Shared, NA, Used)"})
-        for t, usd in sorted(fetch_spot_prices(ec2, types_here, region).items()):
-            price_rows.append({"instance_type": t, "region": region, "purchase": "spot", "usd_per_hour": repr(usd),
-                               "as_of": as_of, "source": "AWS EC2 DescribeSpotPriceHistory "
-                               "(Linux/UNIX; minimum of the latest price over the region's AZs)"})
+        step = "DescribeSpotPriceHistory"
+        start = now - timedelta(days=SPOT_WINDOW_DAYS)
+        window = f"{start:%Y-%m-%dT%H:%MZ}/{now:%Y-%m-%dT%H:%MZ}"
+        for t, by_az in sorted(fetch_spot_prices(ec2, ans.types, region, now).items()):
+            for az, sp in sorted(by_az.items()):
+                ans.spot_azs.append({"instance_type": t, "region": region, "availability_zone": az,
+                                     "usd_per_hour": repr(sp.usd_per_hour), "price_changes": str(sp.price_changes),
+                                     "window_start": f"{start:%Y-%m-%dT%H:%M:%SZ}",
+                                     "window_end": f"{now:%Y-%m-%dT%H:%M:%SZ}", "as_of": as_of,
+                                     "source": f"AWS EC2 DescribeSpotPriceHistory (Linux/UNIX; time-weighted "
+                                               f"median over {window})"})
+            best = min(by_az.values(), key=lambda x: x.usd_per_hour)
+            ans.prices.append({"instance_type": t, "region": region, "purchase": "spot",
+                               "usd_per_hour": repr(best.usd_per_hour), "as_of": as_of,
+                               "source": f"AWS EC2 DescribeSpotPriceHistory (Linux/UNIX; per AZ the time-weighted "
+                                         f"median over the {SPOT_WINDOW_DAYS} days {window}, lowest of "
+                                         f"{len(by_az)} AZ(s); per AZ in spot_prices.csv)"})
+    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        raise AwsDataError(f"AWS EC2 {step} ({region}) returned data llmcap cannot read "
+                           f"({e.__class__.__name__}: {str(e)[:80]}); the catalog cache is unchanged") from None
+    return ans
+
+
+def _shrink_problems(region: str, ans: _RegionAnswer, out: Path) -> list[str]:
+    """Why this region's answer may not replace the cache's rows for it (empty, or far smaller)."""
+    before = {
+        "GPU instance types": len({r["instance_type"] for r in _existing(out, "offerings.csv")
+                                   if r["region"] == region}),
+        "AZ offerings": sum(r["region"] == region for r in _existing(out, "offerings.csv")),
+        "on-demand prices": sum(r["region"] == region and r["purchase"] == "on-demand"
+                                for r in _existing(out, "prices.csv")),
+    }
+    after = {"GPU instance types": len(ans.types), "AZ offerings": len(ans.offers),
+             "on-demand prices": sum(r["purchase"] == "on-demand" for r in ans.prices)}
+    out_lines = []
+    for what, n in after.items():
+        if n == 0 and what != "on-demand prices":
+            had = f" (the cache has {before[what]})" if before[what] else ""
+            out_lines.append(f"{what}: AWS returned none{had}")
+        elif before[what] and n < SHRINK_FLOOR * before[what]:
+            out_lines.append(f"{what}: {before[what]} -> {n}")
+    return out_lines
+
+
+def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClients, catalog: Catalog,
+                    today: date | None = None, allow_shrink: bool = False,
+                    now: datetime | None = None) -> RefreshResult:
+    """Write a new generation of instances.csv, prices.csv, offerings.csv and spot_prices.csv for
+    `regions` and point `out_dir` at it atomically.
+
+    Everything is fetched and parsed first; nothing is written unless every region answered with
+    readable data and (unless `allow_shrink`) with at least SHRINK_FLOOR of the rows the cache has
+    for it. Rows of other regions (and instance types not seen live) are kept from the table being
+    replaced, with their own source and as_of. Kept GPU types: those whose GPU is in gpus.csv or
+    that the catalog already lists; others are reported as skipped."""
+    out = out_dir or USER_CACHE_DIR
+    now = now or datetime.now(UTC)
+    as_of = (today or now.date()).isoformat()
+    inst_rows: dict[str, dict[str, str]] = {}
+    skipped: set[str] = set()
+    unpriced: list[str] = []
+    known = {r["instance_type"]: r for r in _existing(out, "instances.csv")}
+    answers: dict[str, _RegionAnswer] = {}
+    for region in regions:
+        ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced)
+        shrink = _shrink_problems(region, ans, out)
+        if shrink and not allow_shrink:
+            raise AwsDataError(
+                f"refresh refused for {region}: {'; '.join(shrink)} (an SCP, a region that is not opted in, or "
+                "another endpoint?); the catalog cache is unchanged; pass --allow-shrink to accept the smaller answer")
+        answers[region] = ans
     refreshed = set(regions)
     kept_inst = [r for r in known.values() if r["instance_type"] not in inst_rows]
     all_inst = sorted(list(inst_rows.values()) + kept_inst, key=lambda r: _instance_sort_key(r["instance_type"]))
+    offer_rows = [r for a in answers.values() for r in a.offers]
+    price_rows = [r for a in answers.values() for r in a.prices]
+    spot_rows = [r for a in answers.values() for r in a.spot_azs]
     all_offers = [r for r in _existing(out, "offerings.csv") if r["region"] not in refreshed] + offer_rows
     all_offers.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone_id"]))
     all_prices = [r for r in _existing(out, "prices.csv") if r["region"] not in refreshed] + price_rows
-    out.mkdir(parents=True, exist_ok=True)
-    _write(out / "instances.csv", INSTANCE_FIELDS, all_inst)
-    _write(out / "offerings.csv", OFFERING_FIELDS, all_offers)
-    _write(out / "prices.csv", PRICE_FIELDS, all_prices)
+    all_spot = [r for r in _existing(out, "spot_prices.csv") if r["region"] not in refreshed] + spot_rows
+    all_spot.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone"]))
+    gen = write_generation(out, {"instances.csv": (INSTANCE_FIELDS, all_inst),
+                                 "offerings.csv": (OFFERING_FIELDS, all_offers),
+                                 "prices.csv": (PRICE_FIELDS, all_prices),
+                                 "spot_prices.csv": (SPOT_AZ_FIELDS, all_spot)})
     return RefreshResult(out, list(regions), len(inst_rows), len(price_rows), len(offer_rows),
-                         sorted(skipped), unpriced)
+                         sorted(skipped), unpriced, len(spot_rows), str(gen))
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE); False where unavailable."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def write_generation(out: Path, tables: dict[str, tuple[list[str], list[dict[str, str]]]]) -> Path:
+    """Write `tables` as a new generation directory beside `out` and make `out` a symlink to it in one
+    rename, so a reader sees the old generation or the new one whole, never a mix or a truncated file.
+
+    Files of the current generation that are not in `tables` (a user's own gpus.csv) are carried over.
+    The previous generation is kept (a reader that resolved it still reads it whole); older ones are
+    removed. Any failure removes what was written and leaves `out` as it was (AwsDataError for OSError)."""
+    out = out.absolute()
+    if out.is_dir() and not out.is_symlink():
+        foreign = sorted(f.name for f in out.iterdir() if not (f.is_file() and f.name.endswith(".csv")))
+        if foreign:  # never swap away a directory that is not a catalog (--out . or --out ~)
+            raise AwsDataError(f"{out} is not a catalog directory (it holds {', '.join(foreign[:3])}); "
+                               "give a new directory or one that holds only catalog CSV files")
+    parent = out.parent
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{os.getpid()}"
+    tmp = parent / f".{out.name}.new-{stamp}"
+    gen = parent / f".{out.name}.gen-{stamp}"
+    link = parent / f".{out.name}.link-{stamp}"
+    current = out.resolve() if out.exists() else None
+    legacy = parent / f".{out.name}.gen-{stamp}-legacy"
+    swapped = False
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+        if current is not None and current.is_dir():
+            for f in current.iterdir():
+                if f.is_file() and f.name not in tables:
+                    shutil.copy2(f, tmp / f.name)
+        for name, (fields, rows) in tables.items():
+            _write(tmp / name, fields, rows)
+        _fsync_dir(tmp)
+        os.rename(tmp, gen)
+        os.symlink(gen.name, link)
+        if out.is_symlink() or not out.exists():
+            os.replace(link, out)
+        elif _exchange(link, out):  # a real directory from an older llmcap: swap it for the link
+            os.rename(link, legacy)
+        else:
+            os.rename(out, legacy)
+            os.replace(link, out)
+        swapped = True
+        _fsync_dir(parent)
+    except OSError as e:
+        raise AwsDataError(f"cannot write the catalog cache in {parent} ({e.__class__.__name__}: {e.strerror}); "
+                           "it is unchanged") from None
+    finally:
+        if not swapped:
+            for leftover in (tmp, gen):
+                shutil.rmtree(leftover, ignore_errors=True)
+            if link.is_symlink():
+                link.unlink()
+    _prune_generations(out, keep={gen.name, legacy.name, current.name if current is not None else ""})
+    return gen
+
+
+def _prune_generations(out: Path, keep: set[str]) -> None:
+    for d in out.parent.glob(f".{out.name}.gen-*"):
+        if d.name not in keep and d.is_dir() and not d.is_symlink():
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _instance_sort_key(name: str) -> tuple[str, float, str]:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -87,11 +90,58 @@ class Overlay(BaseModel):
         else:
             p = Path(self.path) if self.path else overlay_path()
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(p)
+        atomic_write_text(p, self.model_dump_json(indent=2) + "\n")
         self.path = str(p)
         return p
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `path` so a reader sees the old file or the new one whole, never a part: a temporary
+    file of its own (unique name) in the same directory, fsync, rename over, fsync the directory."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+@contextmanager
+def overlay_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock (fcntl.flock) on `<overlay>.lock` for a load-modify-save."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def update_overlay(entry: OverlayEntry, path: str | Path | None = None) -> tuple[Overlay, Path]:
+    """Add or replace `entry` in the overlay at `path` (default overlay_path()) under the lock, so
+    concurrent `llmcap calibrate` runs each keep their entry. Returns the saved overlay and its path."""
+    p = Path(path) if path is not None else overlay_path()
+    try:
+        with overlay_lock(p):
+            ov = load_overlay(p)
+            ov.upsert(entry)
+            ov.save(p)
+    except OSError as e:
+        raise SpecError(f"{p}: cannot write the calibration overlay ({e.__class__.__name__}: {e.strerror}); "
+                        "it is unchanged") from None
+    return ov, p
 
 
 def load_overlay(path: str | Path | None = None) -> Overlay:

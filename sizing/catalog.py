@@ -522,5 +522,6 @@ def load_catalog(directory: str | Path | None = None) -> Catalog:
         d = Path(directory) if directory else None
         if d is not None and not d.is_dir():
             raise CatalogLookupError(f"catalog directory {str(d)!r} does not exist")
-        _DEFAULT[key] = Catalog(d)
+        # resolved once: a refreshed cache is a symlink to its generation, and one Catalog reads one generation
+        _DEFAULT[key] = Catalog(d.resolve() if d is not None else None)
     return _DEFAULT[key]

@@ -23,11 +23,12 @@ from sizing.cost import (
 from sizing.demand import Demand, demand_of
 from sizing.errors import NoFeasiblePlanError
 from sizing.memory import GIB
-from sizing.mix import Mix, MixPart, best_mix
+from sizing.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
 from sizing.node_storage import cache_fits_nvme, model_cache_gib, root_volume_gib
 from sizing.perf import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
 from sizing.platform_defaults import number, setting
+from sizing.purchase import cheapest_for_mixed_purchase, split, spot_notes
 from sizing.stack import Stack
 
 REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint", "unsupported-precision",
@@ -155,19 +156,18 @@ def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: De
             pools.append(_pool(cat, model, stack, demand, part, hw.purchase, part.replicas, red,
                                ev.usd_per_instance_hour))
             continue
-        spot = cat.price(t, region, "spot")
-        od_replicas = max(1, math.ceil(part.replicas * hw.spot_on_demand_floor))
-        spot_replicas = part.replicas - od_replicas
+        sp = split(cat, ev, part.replicas, region, hw.spot_on_demand_floor)
+        od_replicas, spot_replicas = sp.on_demand_replicas, sp.spot_replicas
         od_part = replace(part, demand_share=part.demand_share * od_replicas / part.replicas)
         pools.append(_pool(cat, model, stack, demand, od_part, "on-demand", od_replicas,
                            min(red, od_replicas - 1), ev.usd_per_instance_hour, "-od"))
-        if spot_replicas > 0:
-            if spot is None:
-                warnings.append(f"no spot price for {t} in {region} in the catalog; its spot pool is priced "
-                                "at the on-demand rate")
+        if spot_replicas == 0:
+            warnings.append(f"purchase mixed: all {part.replicas} replicas of {t} on-demand ({sp.why_no_spot})")
+        else:
+            assert sp.spot_usd_per_instance_hour is not None
             spot_part = replace(part, demand_share=part.demand_share * spot_replicas / part.replicas)
             pools.append(_pool(cat, model, stack, demand, spot_part, "spot", spot_replicas, 0,
-                               spot.usd_per_hour if spot else ev.usd_per_instance_hour, "-spot"))
+                               sp.spot_usd_per_instance_hour, "-spot"))
     return pools
 
 
@@ -218,11 +218,16 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     w, hw = stack.workload, stack.hardware
     warnings: list[str] = []
     best: Evaluated = main.best
+    if hw.purchase == "mixed" and strategy != "mixed":  # the candidate whose on-demand/spot split costs least
+        best = cheapest_for_mixed_purchase(cat, main.feasible, stack.region, hw.spot_on_demand_floor)
     if strategy == "mixed":
         mix = best_mix(main.feasible, hw.redundancy)
         assert mix is not None  # main.feasible is non-empty here
         if len(mix.parts) == 1:
             warnings.append("mixed: no two-pool mix is cheaper than the best single pool")
+        if not mix.exact:
+            warnings.append(f"mixed: the split search stopped after {MAX_MINORITY_STEPS:,} steps of the smaller pool "
+                            "per pair; a split with more of it was not examined (its saving is at most rounding)")
     else:
         mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
     pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
@@ -236,6 +241,7 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
              f"one Kubernetes cluster supports at most {limit:,} nodes "
              "(kubernetes.io large-cluster limits): lower the traffic in llmcap:workload.traffic, or split it over "
              "several stacks"])
+    warnings.extend(spot_notes(cat, stack.region, [(p.instance_type, p.purchase, p.replicas) for p in pools]))
     usd_h = sum(p.usd_per_hour for p in pools)
     usd_h_max = sum(p.instances_max * p.usd_per_instance_hour for p in pools)
     usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)

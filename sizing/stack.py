@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import difflib
 import math
+import re
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,62 @@ from sizing.user_files import read_user_file
 
 NAMESPACE = "llmcap"
 KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token", "api_key")
+SECRET_KEYS = ("api_key", "hf_token")
 DEFAULT_REGION = "us-east-1"
+# A stack file is a few KiB (Pulumi's own, with encrypted secrets, stays far below this); 20-60 MB
+# files took more than 30 s to parse, so anything above this is refused before parsing.
+STACK_MAX_BYTES = 1024 * 1024
+# libyaml composes a 20,000-deep flow collection ([[[...]]]) in seconds; no stack nests beyond a few levels
+MAX_FLOW_DEPTH = 64
+_QUOTED_OR_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\n]|\'\')*\'|(?:^|\s)#[^\n]*')
+
+
+def flow_depth(text: str) -> int:
+    """The deepest nesting of YAML flow collections ([ ] and { }) outside quotes and comments."""
+    marks = re.findall(r"[\[\]{}]", _QUOTED_OR_COMMENT.sub(" ", text))
+    depth = peak = 0
+    for m in marks:
+        depth += 1 if m in "[{" else -1
+        peak = max(peak, depth)
+    return peak
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
+
+
+def short_repr(value: Any) -> str:
+    """repr() cut to a line: an error message never expands a YAML alias bomb or a 900 KB scalar."""
+    try:
+        return _REPR.repr(value)
+    except RecursionError:  # a recursive alias
+        return "<recursive value>"
+
+
+class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """yaml's safe loader (libyaml's parser when available: ~10x faster) that refuses a mapping with
+    the same key twice (YAML 1.2 requires keys to be unique; PyYAML silently keeps the last one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not None:
+                raise DuplicateKeyError(key, first, key_node.start_mark.line + 1)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    def __init__(self, key: Any, first_line: int, line: int) -> None:
+        super().__init__(f"duplicate key {short_repr(key)}")
+        self.key, self.first_line, self.line = key, first_line, line
 
 
 @dataclass(frozen=True)
@@ -37,6 +94,7 @@ class Stack:
     region: str
     deployment: DeploymentOptions
     budget_usd_month: float | None = None
+    warnings: tuple[str, ...] = ()  # e.g. a plaintext secret; validate and plan print them
 
 
 def stack_name(path: Path) -> str:
@@ -60,7 +118,7 @@ def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
             msg = "unknown key; remove it or check its spelling"
         inp = err.get("input")
         shown = "" if isinstance(inp, (dict, list)) or err["type"] in ("missing", "extra_forbidden") \
-            else f" (got {inp!r})"
+            else f" (got {short_repr(inp)})"
         lines.append(f"{where}: {msg}{shown}")
     return list(dict.fromkeys(lines))
 
@@ -116,9 +174,14 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a stack file, or a SpecError naming what is wrong."""
-    text = read_user_file(path, "stack file")
+    text = read_user_file(path, "stack file", max_bytes=STACK_MAX_BYTES)
+    if flow_depth(text) > MAX_FLOW_DEPTH:
+        raise SpecError(f"{path}: input is nested too deeply (more than {MAX_FLOW_DEPTH} levels of [ ] or {{ }})")
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKeyError as e:
+        raise SpecError(f"{path}: duplicate key {short_repr(e.key)} at line {e.line} (first at line {e.first_line}); "
+                        "YAML keeps only the last one, so remove one of them") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -154,16 +217,40 @@ def stack_from_config(name: str, config: dict[str, Any], source: str = "stack") 
                            config.get(f"{NAMESPACE}:deployment"), problems)
     region = config.get("aws:region", DEFAULT_REGION)
     if not isinstance(region, str) or not region:
-        problems.append(f"aws:region: must be a region name such as us-east-1 (got {region!r})")
+        problems.append(f"aws:region: must be a region name such as us-east-1 (got {short_repr(region)})")
     budget = config.get(f"{NAMESPACE}:budget_usd_month")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
-                               or not math.isfinite(budget) or budget <= 0):
-        problems.append(f"{NAMESPACE}:budget_usd_month: must be a positive number of USD (got {budget!r})")
+                               or not _finite(budget) or budget <= 0):
+        problems.append(f"{NAMESPACE}:budget_usd_month: must be a positive number of USD (got {short_repr(budget)})")
     if problems:
         raise SpecError(f"{source}: {len(problems)} problem(s)", problems)
     assert workload is not None and hardware is not None and deployment is not None  # for mypy: checked above
     return Stack(name=name, workload=workload, hardware=hardware, region=str(region),
-                 deployment=deployment, budget_usd_month=float(budget) if budget is not None else None)
+                 deployment=deployment, budget_usd_month=float(budget) if budget is not None else None,
+                 warnings=tuple(plaintext_secret_warnings(config)))
+
+
+def _finite(x: float) -> bool:
+    """math.isfinite that does not overflow on a YAML integer such as 10**400 (it is not finite here)."""
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False
+
+
+def plaintext_secret_warnings(config: dict[str, Any]) -> list[str]:
+    """One line per llmcap secret stored in plain text. `pulumi config set --secret` stores a secret
+    as a mapping `{secure: <ciphertext>}` ("All encrypted values are stored as ciphertext in
+    configuration and state files", https://www.pulumi.com/learn/building-with-pulumi/secrets/);
+    anything else under these keys is readable by whoever reads the file or the repository."""
+    out = []
+    for k in SECRET_KEYS:
+        v = config.get(f"{NAMESPACE}:{k}")
+        if v is None or (isinstance(v, dict) and set(v) == {"secure"}):
+            continue
+        out.append(f"{NAMESPACE}:{k} is stored in plain text in the stack file; remove it and run "
+                   f"`pulumi config set --secret {NAMESPACE}:{k} VALUE` (Pulumi then stores it encrypted)")
+    return out
 
 
 def load_stack(path: str | Path, sets: list[str] | None = None) -> Stack:

@@ -1,22 +1,53 @@
 """Reading files a user names (stack files, saved plans, bench results): the text, or one
-SpecError line that says which file and what to do."""
+SpecError line that says which file and what to do.
+
+Only regular files are read (a FIFO would block, /dev/zero never ends), and at most `max_bytes`
+(a 60 MB stack file took more than 30 s to parse: the limit is checked before anything is parsed)."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from sizing.errors import SpecError
 
+MIB = 1024 * 1024
+DEFAULT_MAX_BYTES = 64 * MIB  # saved plans and bench results; stack files pass a smaller limit
 
-def read_user_file(path: str | Path, what: str, hint: str = "") -> str:
-    """The UTF-8 text of `path`; a missing or unreadable file is one clear SpecError.
-    `what` names the kind of file ("stack file"), `hint` says how to make one."""
+
+def read_user_file(path: str | Path, what: str, hint: str = "", max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The UTF-8 text of `path`; a missing, unreadable, non-regular or oversized file is one clear
+    SpecError. `what` names the kind of file ("stack file"), `hint` says how to make one,
+    `max_bytes` is the largest file read (bytes)."""
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO for reading must not wait for a writer
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise SpecError(f"{p}: no such {what}" + (f"; {hint}" if hint else "")) from None
     except IsADirectoryError:
         raise SpecError(f"{p}: is a directory, not a {what}") from None
+    except OSError as e:
+        raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise SpecError(f"{p}: is a directory, not a {what}")
+        if not stat.S_ISREG(st.st_mode):
+            raise SpecError(f"{p}: not a regular file (a pipe or device); give the path of a {what}")
+        if st.st_size > max_bytes:
+            raise SpecError(f"{p}: {st.st_size / MIB:,.1f} MiB is too large for a {what} "
+                            f"(the limit is {max_bytes / MIB:g} MiB)")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:  # grew while being read
+            raise SpecError(f"{p}: larger than the {max_bytes / MIB:g} MiB limit for a {what}")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)

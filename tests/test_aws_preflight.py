@@ -11,6 +11,7 @@ import pytest
 from sizing.aws import (
     AwsAccessError,
     AwsClients,
+    SpotAz,
     aws_errors,
     fetch_offerings,
     fetch_spot_prices,
@@ -135,23 +136,27 @@ def test_preflight_warnings_turn_failures_and_access_problems_into_lines(
     assert lines == [lines[0]] and lines[0].startswith("preflight skipped: no AWS credentials found")
 
 
-def test_spot_price_is_the_minimum_latest_price_over_regular_azs() -> None:
+def test_spot_price_is_the_time_weighted_median_per_regular_az_over_7_days() -> None:
     ec2, stub = stub_client("ec2", "us-east-1")
     now = datetime(2026, 11, 29, 12, tzinfo=UTC)
-    old = now - timedelta(hours=3)
+    start = now - timedelta(days=7)
 
     def h(az: str, usd: str, ts: datetime) -> dict[str, object]:
         return {"AvailabilityZone": az, "InstanceType": "g6.12xlarge", "ProductDescription": "Linux/UNIX",
                 "SpotPrice": usd, "Timestamp": ts}
 
-    params = {"InstanceTypes": ["g6.12xlarge"], "ProductDescriptions": ["Linux/UNIX"], "StartTime": now,
+    params = {"InstanceTypes": ["g6.12xlarge"], "ProductDescriptions": ["Linux/UNIX"], "StartTime": start,
               "EndTime": now}
+    # 1a: 1.90 in effect at the window's start for 5 days, then 2.10 for 2 days -> median 1.90
     stub.add_response("describe_spot_price_history", {
-        "SpotPriceHistory": [h("us-east-1a", "1.90", old), h("us-east-1a", "2.10", now), h("us-east-1b", "2.00", now)],
+        "SpotPriceHistory": [h("us-east-1a", "2.10", now - timedelta(days=2)),
+                             h("us-east-1a", "1.90", start - timedelta(hours=1)),
+                             h("us-east-1b", "2.00", start - timedelta(days=1))],
         "NextToken": "n1"}, params)
     stub.add_response("describe_spot_price_history", {
-        "SpotPriceHistory": [h("us-east-1-atl-2a", "0.50", now), h("us-east-1c", "2.40", now)]},
+        "SpotPriceHistory": [h("us-east-1-atl-2a", "0.50", now), h("us-east-1c", "2.40", now - timedelta(days=1))]},
         {**params, "NextToken": "n1"})
     with stub:
         got = fetch_spot_prices(ec2, ["g6.12xlarge"], "us-east-1", now=now)
-    assert got == {"g6.12xlarge": 2.00}  # latest per AZ (1a: 2.10), Local Zone left out, min over AZs
+    assert got == {"g6.12xlarge": {"us-east-1a": SpotAz(1.90, 2), "us-east-1b": SpotAz(2.00, 1),
+                                   "us-east-1c": SpotAz(2.40, 1)}}  # the Local Zone is left out

@@ -112,7 +112,7 @@ LAYERS: list[tuple[str, list[str]]] = [
      ["sizing.memory", "sizing.perf_step", "sizing.perf", "sizing.perf_goodput", "sizing.demand", "sizing.binding",
       "sizing.cold_start", "sizing.meaning", "sizing.checkpoint", "sizing.allocatable", "sizing.node_storage"]),
     ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing"]),
-    ("search: candidates, mixes, the planner", ["sizing.candidates", "sizing.mix", "sizing.planner",
+    ("search: candidates, mixes, the planner", ["sizing.candidates", "sizing.mix", "sizing.purchase", "sizing.planner",
                                                 "sizing.plan_builder"]),
     ("analyses and adapters: compare, diff, bench, AWS", ["sizing.compare", "sizing.diff", "sizing.bench",
                                                           "sizing.aws"]),

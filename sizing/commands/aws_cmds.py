@@ -92,16 +92,22 @@ def catalog_refresh(
     out: Path | None = typer.Option(None, "--out", help="output directory (default: the user cache, "
                                      "$XDG_CACHE_HOME/llmcap/catalog, i.e. ~/.cache/llmcap/catalog)"),
     catalog: Path | None = CatalogOpt,
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help="accept an answer with far fewer instance "
+                                      "types, offerings or prices for a region than the cache holds (or none)"),
 ) -> None:
-    """Refresh instances.csv, prices.csv and offerings.csv from live AWS APIs."""
+    """Refresh instances.csv, prices.csv, offerings.csv and spot_prices.csv from live AWS APIs.
+
+    Spot prices: per AZ, the time-weighted median of the last 7 days of DescribeSpotPriceHistory.
+    The cache is replaced as a whole generation in one rename; on any error it is left as it was."""
     from sizing.aws import AwsClients, aws_errors, default_region, refresh_catalog
 
     cat = load_catalog(catalog)
     with aws_errors():
         regions = list(dict.fromkeys(region or [default_region()]))
-        res = refresh_catalog(regions, out, AwsClients.from_env(), cat)
+        res = refresh_catalog(regions, out, AwsClients.from_env(), cat, allow_shrink=allow_shrink)
     typer.echo(f"wrote {res.out_dir}: {res.instances} GPU instance types, {res.prices} prices, "
-               f"{res.offerings} AZ offerings for {', '.join(res.regions)}")
+               f"{res.offerings} AZ offerings, {res.spot_azs} per-AZ spot medians (7 days) for "
+               f"{', '.join(res.regions)}")
     for s in res.skipped:
         typer.echo(f"skipped {s}")
     for u in res.unpriced:

@@ -259,7 +259,7 @@ def calibrate(
     """Turn measured goodput into a local calibration overlay that later plans apply (bundled data untouched)."""
     from sizing.bench.calibrate import entry_from_results
     from sizing.bench.results import load_results
-    from sizing.calibration_overlay import load_overlay
+    from sizing.calibration_overlay import update_overlay
 
     res = load_results(from_)
     # the stack is planned without the overlay so the prediction is the bundled model's own
@@ -278,9 +278,7 @@ def calibrate(
     if n is None:
         raise SpecError("how many replicas served the bench is unknown; pass --replicas N")
     entry = entry_from_results(res, plan, n, pool, str(from_))
-    ov = load_overlay(overlay)
-    ov.upsert(entry)
-    path = ov.save(overlay)
+    ov, path = update_overlay(entry, overlay)
     if fmt == TableOrJson.json:
         emit_json({"overlay": str(path), "entry": entry.model_dump(mode="json")})
         return

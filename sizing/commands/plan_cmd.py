@@ -26,7 +26,9 @@ def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | No
         raise SpecError(f"--strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
     stack = load_stack(stack_file, sets)
     check_names(stack, catalog)
-    return plan_stack(stack, load_catalog(catalog), strategy)
+    p = plan_stack(stack, load_catalog(catalog), strategy)
+    p.warnings.extend(w for w in stack.warnings if w not in p.warnings)
+    return p
 
 
 def infeasible_document(stack_file: Path, e: Any) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def validate(stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.ya
     errors, warnings = meaning_checks(stack, load_catalog(catalog))
     if errors:
         raise SpecError(f"{len(errors)} problem(s)", errors)
-    for line in warnings:
+    for line in list(stack.warnings) + warnings:
         typer.echo(f"warning: {line}", err=True)
     w, h = stack.workload, stack.hardware
     traffic = (f"{w.traffic.concurrent_users} concurrent users" if w.traffic.concurrent_users

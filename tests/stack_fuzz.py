@@ -1,0 +1,442 @@
+"""A generator of stack files (valid, near-valid and hostile) and an in-process runner for them,
+shared by tests/test_fuzz_cli.py (>= 10,000 files in CI) and bench/fuzz_stacks.py (larger runs).
+
+Each case is run through the plan (or validate) command function itself, the body `llmcap plan`
+runs after argument parsing, with stdout/stderr captured and a 30 s alarm: a hang is reported, not
+waited for. Typer's CliRunner rebuilds the whole command tree per call (~40 ms here), which would
+make 10,000 cases cost minutes; `run_cli_sample` runs a sample through it, and `run_subprocess`
+runs a sample as real processes and reads each one's peak RSS from os.wait4.
+
+Valid stacks restrict the hardware to one to three instance types or GPUs, so a plan costs ~15 ms;
+the search over every GPU (~0.4 s a plan) is covered by the planner tests."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HANG_S = 30.0
+RSS_LIMIT_KIB = 1024 * 1024  # 1 GiB
+MODELS = ["meta-llama/Meta-Llama-3-8B-Instruct", "llama-3.1-8b-instruct", "qwen2.5-7b-instruct",
+          "mistral-7b-instruct-v0.3", "llama-3.1-70b-instruct", "qwen3-30b-a3b", "gemma-2-9b-it", "phi-4"]
+INSTANCE_SETS = [["g6e.xlarge"], ["g6.12xlarge"], ["g5.xlarge", "g6.xlarge"], ["p4d.24xlarge"], ["g6e.12xlarge"],
+                 ["p5.48xlarge"], ["g6e.xlarge", "g6e.2xlarge", "g6.12xlarge"], ["g4dn.xlarge"]]
+GPU_SETS = [["L4"], ["L40S"], ["A10G"], ["H100-SXM"], ["A100-80GB"]]
+WEIRD = [0, -1, 2**63, 10**400, 1e308, float("nan"), float("inf"), -float("inf"), "12", "", True, None, [], {},
+         "1e400", "NaN", "😀", "a\x00b", "../../etc/passwd", "x" * 5000, [1, 2], {"secure": 5}]
+
+
+class Hang(BaseException):
+    """Raised by the alarm: the case ran past HANG_S (BaseException: no guard catches it)."""
+
+
+# --- generator ------------------------------------------------------------------------------
+def valid_config(rnd: random.Random) -> dict[str, Any]:
+    w: dict[str, Any] = {
+        "model": rnd.choice(MODELS),
+        "prompt_tokens": rnd.choice([rnd.randint(1, 8192), {"mean": rnd.randint(16, 4000), "p95": 6000}]),
+        "output_tokens": rnd.randint(1, 2048),
+        "traffic": rnd.choice([{"concurrent_users": rnd.randint(1, 5000)},
+                               {"peak_requests_per_s": round(rnd.uniform(0.05, 200), 3)}]),
+        "slo": {"ttft_p95_ms": rnd.choice([200, 500, 1000, 3000, 20000]),
+                "itl_p95_ms": rnd.choice([10, 25, 40, 60, 150, 400])},
+    }
+    if rnd.random() < 0.5:
+        w["precision"] = rnd.choice(["fp16", "bf16", "fp8", "int4-awq", ["fp8", "int4-awq"], ["bf16", "fp8"]])
+    if rnd.random() < 0.2:
+        w["prefix_cache_hit_rate"] = round(rnd.random() * 0.9, 2)
+    hw: dict[str, Any] = ({"instance_types": rnd.choice(INSTANCE_SETS)} if rnd.random() < 0.7
+                          else {"gpus": rnd.choice(GPU_SETS)})
+    if rnd.random() < 0.5:
+        hw["strategy"] = rnd.choice(["auto", "scale-up", "scale-out", "mixed"])
+    if rnd.random() < 0.5:
+        hw["purchase"] = rnd.choice(["on-demand", "spot", "mixed"])
+    if rnd.random() < 0.5:
+        hw["redundancy"] = rnd.randint(0, 3)
+    cfg: dict[str, Any] = {"aws:region": "us-east-1", "llmcap:workload": w, "llmcap:hardware": hw}
+    if rnd.random() < 0.1:
+        cfg["llmcap:budget_usd_month"] = rnd.choice([100, 10_000, 1e6])
+    return cfg
+
+
+def _paths(d: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out += _paths(v, prefix + (k,))
+    return out
+
+
+def _dump(cfg: Any) -> str:
+    return yaml.dump({"config": cfg}, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), allow_unicode=True,
+                     sort_keys=False)
+
+
+def near_valid(rnd: random.Random) -> str:
+    """A valid stack with one mistake a person makes (or a hostile value in one place)."""
+    cfg = valid_config(rnd)
+    kind = rnd.randrange(12)
+    paths = _paths(cfg)
+    path = rnd.choice(paths)
+    if kind <= 3:  # a weird value somewhere
+        node = cfg
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = rnd.choice(WEIRD)
+    elif kind == 4:  # a typo in a key
+        node = cfg
+        for k in path[:-1]:
+            node = node[k]
+        v = node.pop(path[-1])
+        node[str(path[-1])[:-1] + rnd.choice("sx_")] = v
+    elif kind == 5:  # a key removed
+        node = cfg
+        for k in path[:-1]:
+            node = node[k]
+        node.pop(path[-1])
+    elif kind == 6:
+        cfg["aws:region"] = rnd.choice(["mars-north-1", "US-EAST-1", "", "eu-west-1", "us-west-2", 5])
+    elif kind == 7:
+        cfg["llmcap:" + rnd.choice(["api_key", "hf_token"])] = rnd.choice(["hunter2", {"secure": "AAAB" * 8}, 5])
+    elif kind == 8:
+        cfg["llmcap:" + rnd.choice(["workloads", "hardwre", "x", "deployment"])] = rnd.choice(WEIRD)
+    text = _dump(cfg)
+    if kind == 9:  # a key repeated (YAML keeps the last one silently unless refused)
+        lines = text.splitlines()
+        i = rnd.randrange(1, len(lines))
+        text = "\n".join(lines[:i + 1] + [lines[i]] + lines[i + 1:]) + "\n"
+    elif kind == 10:  # tabs, or broken indentation
+        text = text.replace("  ", "\t", 1) if rnd.random() < 0.5 else text.replace("\n  ", "\n ", 1)
+    elif kind == 11:  # cut short
+        text = text[: rnd.randrange(len(text))]
+    return text
+
+
+def _bomb(depth: int, width: int) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, depth):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def hostile(rnd: random.Random) -> str | bytes:
+    k = rnd.randrange(16)
+    where = rnd.choice(["llmcap:workload", "llmcap:hardware", "llmcap:deployment", "aws:region", "other:x",
+                        "llmcap:budget_usd_month"])
+    if k == 0:  # billion laughs, its top alias placed somewhere the tool reads
+        return _bomb(9, 10) + f"config:\n  {where}: *a8\n"
+    if k == 1:
+        return _bomb(9, 10) + f"config:\n  llmcap:workload:\n    model: m\n    {rnd.choice(['slo', 'traffic'])}: *a8\n"
+    if k == 2:  # deep nesting
+        n = rnd.choice([65, 200, 2000, 20000])
+        return f"config:\n  {where}: " + "[" * n + "]" * n + "\n"
+    if k == 3:
+        n = rnd.choice([500, 5000])
+        return "config:\n  llmcap:workload: " + "{a: " * n + "1" + "}" * n + "\n"
+    if k == 4:  # a recursive alias
+        return f"x: &r [*r]\nconfig:\n  {where}: &s {{k: *s}}\n"
+    if k == 5:  # binary junk
+        return bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 4000)))
+    if k == 6:  # invalid UTF-8 in an otherwise fine file
+        return _dump(valid_config(rnd)).encode() + b"\n# \xff\xfe\xc0\x80\n"
+    if k == 7:  # NUL bytes and control characters
+        return _dump(valid_config(rnd)).replace("model", "mo\x00del", 1)
+    if k == 8:  # a huge scalar below the size limit
+        return f"config:\n  llmcap:workload:\n    model: {'m' * (900_000 if rnd.random() < 0.05 else 10_000)}\n"
+    if k == 9:  # over the size limit (a huge file now and then; sparse files would not test the read)
+        return _dump(valid_config(rnd)) + "#" + "x" * (1024 * 1024 + rnd.randrange(1000)) + "\n" \
+            if rnd.random() < 0.1 else "config:\n" + "#" * 1_048_577 + "\n"
+    if k == 10:  # python tags a non-safe loader would execute
+        return "config: !!python/object/apply:os.system ['echo pwned']\n"
+    if k == 11:  # not a mapping
+        return rnd.choice(["- a\n- b\n", "42\n", "config: [1, 2]\n", "config: hello\n", "~\n", "", "# only\n",
+                           "---\n---\n", "config:\n  llmcap:workload: [1]\n"])
+    if k == 12:  # many keys
+        n = 30000 if rnd.random() < 0.01 else 300
+        return "config:\n" + "".join(f"  k{i}: {i}\n" for i in range(n))
+    if k == 13:  # huge numbers and odd YAML scalars
+        odd = rnd.choice(["1e999", "0x7fffffffffffffffffff", ".inf", "-.nan", "1_000_000_000_000_000", "0o777"])
+        return (f"config:\n  llmcap:workload:\n    model: llama-3.1-8b-instruct\n    prompt_tokens: {odd}\n"
+                "    output_tokens: 10\n    traffic: {concurrent_users: 10}\n"
+                "    slo: {ttft_p95_ms: 1, itl_p95_ms: 1}\n")
+    if k == 14:  # many documents
+        return "config: {}\n---\n" * (5000 if rnd.random() < 0.1 else 2)
+    return "config:\n  llmcap:workload: &w\n    model: x\n  llmcap:hardware:\n    <<: *w\n    <<: *w\n"
+
+
+CI_MIX = (0.05, 0.45)  # valid, near-valid shares (the rest hostile): a plan costs ~40 ms, a refusal ~0.5 ms
+BENCH_MIX = (0.20, 0.50)
+
+
+def cases(seed: int, n: int, mix: tuple[float, float] = CI_MIX) -> Iterator[tuple[str, str | bytes]]:
+    """`n` cases (kind, file content); `mix` = the valid and near-valid shares, the rest hostile."""
+    rnd = random.Random(seed)
+    for _ in range(n):
+        r = rnd.random()
+        if r < mix[0]:
+            yield "valid", _dump(valid_config(rnd))
+        elif r < mix[0] + mix[1]:
+            yield "near-valid", near_valid(rnd)
+        else:
+            yield "hostile", hostile(rnd)
+
+
+# --- runner ---------------------------------------------------------------------------------
+@dataclass
+class Tally:
+    cases: Counter[str] = field(default_factory=Counter)
+    exits: Counter[tuple[str, int]] = field(default_factory=Counter)
+    seconds_by: Counter[str] = field(default_factory=Counter)
+    tracebacks: list[str] = field(default_factory=list)
+    hangs: list[str] = field(default_factory=list)
+    bad_errors: list[str] = field(default_factory=list)  # exit 2/3 without an `error:` line, or a wrong code
+    invariant_failures: list[str] = field(default_factory=list)
+    slowest_s: float = 0.0
+    slowest: str = ""
+    seconds: float = 0.0
+    peak_rss_kib: int = 0
+    subprocess_runs: int = 0
+    subprocess_peak_rss_kib: int = 0
+    subprocess_over_limit: list[str] = field(default_factory=list)
+    cli_runs: int = 0
+    validated_ok: int = 0
+    planned: int = 0
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise Hang()
+
+
+def check_invariants(plan: dict[str, Any]) -> None:
+    """What every printed plan must satisfy: finite positive cost, predicted SLO met, memory fits."""
+    slo = plan["workload"]["slo"]
+    assert plan["totals"]["usd_per_hour"] > 0 and math.isfinite(plan["totals"]["usd_per_month"])
+    for p in plan["pools"]:
+        r = p["per_replica"]
+        assert r["ttft_p95_ms"] <= slo["ttft_p95_ms"] + 1e-6
+        assert r["itl_p95_ms"] <= slo["itl_p95_ms"] + 1e-6
+        assert r["kv_cache_gib_per_gpu"] > 0 and r["max_concurrent_sequences"] >= 1
+        assert p["instances_desired"] >= 1 and p["replicas"] >= 1
+
+
+def _explained(code: int, out: str, err: str) -> bool:
+    """A refusal says why: `error:` lines on stderr, or (infeasible plan, --format json) a JSON object
+    with `feasible: false` and its problems on stdout."""
+    if any(ln.startswith("error:") for ln in err.splitlines()):
+        return True
+    if code == 3:
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            return False
+        return isinstance(doc, dict) and doc.get("feasible") is False and bool(doc.get("problems"))
+    return False
+
+
+def run_one(path: Path, command: str) -> tuple[int, str, str, str]:
+    """(exit code, stdout, stderr, traceback text or "") of one command function, in process."""
+    from sizing.commands.common import Format
+    from sizing.commands.plan_cmd import plan
+    from sizing.commands.validate import validate
+
+    out, err = io.StringIO(), io.StringIO()
+    code, tb = 0, ""
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            if command == "plan":
+                plan(stack_file=path, sets=[], strategy=None, fmt=Format.json, out=None, catalog=None,
+                     preflight=False)
+            else:
+                validate(stack_file=path, catalog=None)
+        except SystemExit as e:
+            code = int(e.code or 0)
+        except Hang:
+            raise
+        except Exception as e:
+            exit_code = getattr(e, "exit_code", None)  # typer.Exit
+            if type(e).__name__ == "Exit" and isinstance(exit_code, int):
+                code = exit_code
+            else:
+                import traceback
+
+                code, tb = 1, traceback.format_exc()
+    return code, out.getvalue(), err.getvalue(), tb
+
+
+def run_cases(tmp: Path, seed: int, n: int, progress: Callable[[int], None] | None = None,
+              mix: tuple[float, float] = CI_MIX, plan_every: int = 6) -> Tally:
+    from sizing.catalog import load_catalog
+
+    load_catalog()  # warm the catalog once, as a long-lived process would
+    t = Tally()
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    t0 = time.monotonic()
+    f = tmp / "Pulumi.fuzz.yaml"
+    try:
+        for i, (kind, content) in enumerate(cases(seed, n, mix)):
+            if isinstance(content, bytes):
+                f.write_bytes(content)
+            else:
+                f.write_text(content, encoding="utf-8", errors="surrogateescape")
+            t.cases[kind] += 1
+            # every file through validate (the whole input path plan takes too); one in `plan_every`
+            # of those that validate is then planned as well (a plan costs ~100x a refusal)
+            for command in ("validate", "plan"):
+                start = time.monotonic()
+                signal.setitimer(signal.ITIMER_REAL, HANG_S)
+                try:
+                    code, out, err, tb = run_one(f, command)
+                except Hang:
+                    t.hangs.append(f"case {i} ({kind}, {command})")
+                    break
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                took = time.monotonic() - start
+                t.seconds_by[f"{kind} {command}"] += took
+                if took > t.slowest_s:
+                    t.slowest_s, t.slowest = took, f"case {i} ({kind}, {command})"
+                t.exits[(f"{kind} {command}", code)] += 1
+                if tb or "Traceback" in out + err:
+                    t.tracebacks.append(f"case {i} ({kind}, {command}): {(tb or err).strip().splitlines()[-1][:200]}")
+                elif code not in ((0, 2) if command == "validate" else (0, 2, 3)) or \
+                        (code and not _explained(code, out, err)):
+                    t.bad_errors.append(f"case {i} ({kind}, {command}): exit {code}: {err[:200]!r}")
+                elif code == 0 and command == "plan":
+                    try:
+                        check_invariants(json.loads(out))
+                    except (AssertionError, ValueError, KeyError) as e:
+                        t.invariant_failures.append(f"case {i}: {e!r}"[:300])
+                if command == "plan":
+                    t.planned += 1
+                elif code != 0:
+                    break
+                else:
+                    t.validated_ok += 1
+                    if (t.validated_ok - 1) % plan_every:
+                        break
+            if progress and i % 1000 == 0:
+                progress(i)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    t.seconds = time.monotonic() - t0
+    t.peak_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return t
+
+
+def run_cli_sample(tmp: Path, seed: int, n: int, t: Tally) -> None:
+    """The same generator through typer's CliRunner (argument parsing included)."""
+    from typer.testing import CliRunner
+
+    from sizing.cli import app
+
+    runner = CliRunner()
+    f = tmp / "Pulumi.cli.yaml"
+    for i, (kind, content) in enumerate(cases(seed, n)):
+        f.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape"))
+        r = runner.invoke(app, ["plan", str(f), "--format", "json"])
+        t.cli_runs += 1
+        if (r.exception is not None and not isinstance(r.exception, SystemExit)) or "Traceback" in r.output:
+            t.tracebacks.append(f"cli case {i} ({kind}): {r.exception!r}"[:300])
+        elif r.exit_code not in (0, 2, 3):
+            t.bad_errors.append(f"cli case {i} ({kind}): exit {r.exit_code}")
+
+
+def subprocess_sample(seed: int, n: int) -> list[tuple[str, str | bytes]]:
+    """The heaviest-looking cases of a run (largest files first, then one of each kind)."""
+    all_cases = list(cases(seed, max(n * 50, 400)))
+    by_size = sorted(all_cases, key=lambda c: -len(c[1]))
+    picked = by_size[: n // 2]
+    for kind in ("valid", "near-valid", "hostile"):
+        picked += [c for c in all_cases if c[0] == kind][: max(1, (n - len(picked)) // 3)]
+    return picked[:n]
+
+
+def run_subprocess(tmp: Path, sample: list[tuple[str, str | bytes]], t: Tally) -> None:
+    """Each case as `python -m sizing.cli plan`; its peak RSS from os.wait4, killed at HANG_S."""
+    for i, (kind, content) in enumerate(sample):
+        f = tmp / f"Pulumi.sub{i}.yaml"
+        f.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape"))
+        p = subprocess.Popen([sys.executable, "-m", "sizing.cli", "plan", str(f), "--format", "json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "120"})
+        start = time.monotonic()
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - start > HANG_S:
+                p.kill()
+                _, status, ru = os.wait4(p.pid, 0)
+                t.hangs.append(f"subprocess {i} ({kind})")
+                break
+            time.sleep(0.02)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err = p.stderr.read().decode("utf-8", "replace") if p.stderr else ""
+        if p.stderr:
+            p.stderr.close()
+        t.subprocess_runs += 1
+        t.subprocess_peak_rss_kib = max(t.subprocess_peak_rss_kib, ru.ru_maxrss)
+        if ru.ru_maxrss > RSS_LIMIT_KIB:
+            t.subprocess_over_limit.append(f"subprocess {i} ({kind}): {ru.ru_maxrss / 1024:.0f} MiB")
+        if "Traceback" in err:
+            t.tracebacks.append(f"subprocess {i} ({kind}): {err.strip().splitlines()[-1][:200]}")
+
+
+@contextlib.contextmanager
+def scratch_dir(fallback: Path) -> Iterator[Path]:
+    """A RAM-backed directory when there is one (/dev/shm): rewriting a file on a loaded disk costs
+    ~5 ms (the ext4 truncate-and-rewrite flush), which would be most of a 10,000-file run."""
+    import shutil
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        d = Path(tempfile.mkdtemp(prefix="llmcap-fuzz-", dir=shm))
+        try:
+            yield d
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        fallback.mkdir(parents=True, exist_ok=True)
+        yield fallback
+
+
+def report(t: Tally) -> str:
+    n = sum(t.cases.values())
+    rows = [
+        ("stack files", f"{n:,} ({', '.join(f'{k} {v:,}' for k, v in sorted(t.cases.items()))})"),
+        ("validated OK / also planned", f"{t.validated_ok:,} / {t.planned:,}"),
+        ("exit codes", ", ".join(f"{k}:{c}={v:,}" for (k, c), v in sorted(t.exits.items()))),
+        ("tracebacks", str(len(t.tracebacks))),
+        (f"hangs over {HANG_S:g} s", str(len(t.hangs))),
+        ("errors without one `error:` line", str(len(t.bad_errors))),
+        ("plans breaking an invariant", str(len(t.invariant_failures))),
+        ("seconds by kind", ", ".join(f"{k} {v:.1f}" for k, v in sorted(t.seconds_by.items()))),
+        ("slowest case", f"{t.slowest_s:.2f} s ({t.slowest})"),
+        ("in-process wall time", f"{t.seconds:.1f} s ({1000 * t.seconds / max(n, 1):.1f} ms per file)"),
+        ("peak RSS of this process", f"{t.peak_rss_kib / 1024:.0f} MiB (every in-process run is below it)"),
+        ("CliRunner sample", f"{t.cli_runs} runs"),
+        ("subprocess sample", f"{t.subprocess_runs} runs, peak RSS {t.subprocess_peak_rss_kib / 1024:.0f} MiB, "
+                              f"{len(t.subprocess_over_limit)} over 1 GiB"),
+    ]
+    w = max(len(a) for a, _ in rows)
+    lines = [f"{'fuzz figure':{w}}  value", f"{'-' * w}  {'-' * 50}"] + [f"{a:{w}}  {b}" for a, b in rows]
+    for name, items in (("traceback", t.tracebacks), ("hang", t.hangs), ("bad error", t.bad_errors),
+                        ("invariant", t.invariant_failures), ("over 1 GiB", t.subprocess_over_limit)):
+        lines += [f"  {name}: {x}" for x in items[:5]]
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""`strategy: mixed` is bounded (issue 18 item 8): a 405B stack with long outputs and a large
+demand plans in seconds (it ran for minutes), and the bounded search finds the same cost as an
+exhaustive scan of every split wherever that scan is affordable."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sizing.candidates import Evaluated, instances_for
+from sizing.catalog import Catalog
+from sizing.demand import demand_of
+from sizing.mix import _replicas, _share, best_mix
+from sizing.planner import search
+from sizing.stack import stack_from_config
+
+CAT = Catalog()
+BIG_405B = {
+    "aws:region": "us-east-1",
+    "llmcap:workload": {"model": "meta-llama/Llama-3.1-405B-Instruct", "prompt_tokens": 1024, "output_tokens": 16384,
+                        "traffic": {"peak_requests_per_s": 10000},
+                        "slo": {"ttft_p95_ms": 20000, "itl_p95_ms": 300}},
+    "llmcap:hardware": {"strategy": "mixed"},
+}
+
+
+def test_mixed_405b_long_outputs_plans_in_seconds(tmp_path: Path) -> None:
+    """Took 22 s idle (>150 s loaded) before the bound; a subprocess so the old code fails, not hangs."""
+    f = tmp_path / "Pulumi.big405.yaml"
+    f.write_text(yaml.safe_dump({"config": BIG_405B}))
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run([sys.executable, "-m", "sizing.cli", "plan", str(f), "--format", "json"],
+                           capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("strategy mixed did not answer within 10 s")
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 10
+
+
+def _exhaustive(feasible: list[Evaluated], redundancy: int) -> float:
+    """The old search: every pair of the 8 best, every instance count of the first; cost only."""
+    ranked = sorted(feasible, key=lambda e: e.usd_per_instance_hour / (e.cand.replicas_per_instance * _share(e))
+                    if e.cand.pp == 1 else e.usd_per_instance_hour * e.cand.pp / _share(e))[:8]
+    best = math.inf
+    for i, a in enumerate(ranked):
+        for b in ranked[i:]:
+            need = 1.0 + redundancy * max(_share(a), _share(b))
+            max_a = instances_for(a.cand, math.ceil(need / _share(a))) if a.cand.pp == 1 else \
+                math.ceil(need / _share(a)) * a.cand.pp
+            for n_a in range(0, max_a + 1, max(a.cand.pp, 1)):
+                r_a = _replicas(a, n_a)
+                rest = max(need - r_a * _share(a), 0.0)
+                r_b = math.ceil(rest / _share(b) - 1e-9) if rest > 0 else 0
+                if (a is b and r_b) or not (r_a or r_b):
+                    continue
+                cost = n_a * a.usd_per_instance_hour + instances_for(b.cand, r_b) * b.usd_per_instance_hour
+                best = min(best, cost)
+    return best
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(model=st.sampled_from(["llama-3.1-8b-instruct", "qwen2.5-7b-instruct", "llama-3.1-70b-instruct"]),
+       users=st.integers(1, 3000), output=st.integers(16, 2048), redundancy=st.integers(0, 2))
+def test_bounded_mix_costs_what_the_exhaustive_scan_finds(model: str, users: int, output: int,
+                                                          redundancy: int) -> None:
+    cfg = {"llmcap:workload": {"model": model, "prompt_tokens": 512, "output_tokens": output,
+                               "traffic": {"concurrent_users": users}, "slo": {"ttft_p95_ms": 3000, "itl_p95_ms": 80}},
+           "llmcap:hardware": {"strategy": "mixed", "redundancy": redundancy}}
+    s = stack_from_config("p", cfg)
+    found = search(CAT, CAT.model(s.workload.model), s.workload, s.hardware, s.region, "mixed", demand_of(s.workload))
+    if not found.feasible:
+        return
+    mix = best_mix(found.feasible, redundancy)
+    assert mix is not None and mix.exact
+    assert mix.usd_per_hour == pytest.approx(_exhaustive(found.feasible, redundancy), rel=1e-9)
+    assert math.isclose(sum(p.demand_share for p in mix.parts), 1.0, rel_tol=1e-9)
+    need = 1.0 + redundancy * max(_share(p.ev) for p in mix.parts)
+    assert sum(p.replicas * _share(p.ev) for p in mix.parts) >= need - 1e-6  # the demand and its spares covered
