@@ -29,6 +29,22 @@ def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | No
     return plan_stack(stack, load_catalog(catalog), strategy)
 
 
+def _write_saved(stack_file: Path, p: Plan, catalog: Path | None) -> None:
+    """Save the plan beside its stack file, with the fingerprint of the stack's spec."""
+    from sizing.catalog import load_catalog
+    from sizing.saved_plan import make_saved_plan, saved_plan_path, write_saved_plan
+    from sizing.stack import load_stack
+
+    path = saved_plan_path(stack_file)
+    saved = make_saved_plan(stack_file, load_stack(stack_file), p, load_catalog(catalog))
+    write_saved_plan(saved, path)
+    cat = {f.source for f in saved.generation.catalog} - {"bundled"}
+    src = "bundled catalog" if not cat else f"catalog from {', '.join(sorted(cat))}"
+    if saved.generation.overlay is not None:
+        src += f" and the calibration overlay {saved.generation.overlay.source}"
+    typer.echo(f"wrote {path} ({src}); review it with git diff: pulumi up deploys this plan", err=True)
+
+
 @guarded
 def plan(
     stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.yaml"),
@@ -39,9 +55,18 @@ def plan(
     out: Path | None = typer.Option(None, "--out", help="also write the Plan JSON here"),
     catalog: Path | None = typer.Option(None, "--catalog", help="catalog directory (llmcap catalog refresh)"),
     preflight: bool = typer.Option(False, "--preflight", help="check AWS quotas and offerings (warnings only)"),
+    write: bool = typer.Option(False, "--write", help="save the plan beside the stack file "
+                               "(stacks/Pulumi.<env>.plan.json): the plan `pulumi up` and `llmcap render` deploy"),
 ) -> None:
     """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
+    if write and (sets or strategy):
+        from sizing.errors import SpecError
+
+        raise SpecError(f"--write saves the plan of {stack_file} as written: put the --set/--strategy change "
+                        "into the stack file instead")
     p = plan_for(stack_file, sets, strategy, catalog)
+    if write:
+        _write_saved(stack_file, p, catalog)
     if preflight:
         from sizing.commands.aws_cmds import preflight_warnings
 
