@@ -105,12 +105,6 @@ def saved_plan_path(stack_file: str | Path) -> Path:
     return p.with_name(stem + SUFFIX)
 
 
-def stack_file_of(plan_path: str | Path) -> Path:
-    """The inverse of saved_plan_path (for the `.yaml` spelling)."""
-    p = Path(plan_path)
-    return p.with_name(p.name[: -len(SUFFIX)] + ".yaml")
-
-
 def spec_inputs(stack: Stack) -> dict[str, Any]:
     """The plan's inputs from a validated stack, canonical: JSON types, defaults left out."""
     return {

@@ -87,9 +87,11 @@ def pip_toolchain_install(project: Path) -> str:
 
 def follow_readme(project: Path, monkeypatch: pytest.MonkeyPatch, install: bool = True
                   ) -> tuple[str, list[h.RenderedResource], dict[str, Any], list[str]]:
-    """Run the README's cloud steps up to `pulumi preview`; returns the stack, what the preview
-    registers, the stack outputs, and the steps skipped (they need an AWS account)."""
+    """Run the README's cloud steps through `pulumi preview` (the steps after it up to `pulumi up` are
+    checked too); returns the stack, what the preview registers, the stack outputs, and the steps
+    skipped (they need an AWS account)."""
     stack, secrets, skipped = None, {}, []
+    preview: tuple[list[h.RenderedResource], dict[str, Any]] | None = None
     for argv in readme_cloud_steps(project / "README.md"):
         if argv[:2] == ["pulumi", "login"]:
             continue  # the state backend: nothing the program sees
@@ -98,6 +100,8 @@ def follow_readme(project: Path, monkeypatch: pytest.MonkeyPatch, install: bool 
             assert (project / "stacks" / f"Pulumi.{stack}.yaml").is_file(), argv
         elif argv[:4] == ["pulumi", "config", "set", "--secret"]:
             secrets[argv[4]] = pysecrets.token_hex(32) if argv[5] == "OPENSSL_HEX_32" else argv[5]
+        elif argv in (["."] + [".venv/bin/activate"], ["source", ".venv/bin/activate"]):
+            assert preview is not None, "the README activates .venv before pulumi preview created it"
         elif argv[:2] == ["llmcap", "preflight"]:
             skipped.append(" ".join(argv))  # AWS quotas (tests/test_aws_preflight.py runs it against moto)
         elif argv[0] == "llmcap":
@@ -108,11 +112,13 @@ def follow_readme(project: Path, monkeypatch: pytest.MonkeyPatch, install: bool 
             if install:
                 out = pip_toolchain_install(project)
                 assert "Would install llmcap-" in out, out[-2000:]
-            resources, outputs = h.run_program_file(project, stack, secrets)
-            return stack, resources, outputs, skipped
+            preview = h.run_program_file(project, stack, secrets)
+        elif argv[:2] == ["pulumi", "up"]:
+            assert stack is not None and preview is not None, "pulumi up before pulumi preview"
+            return stack, preview[0], preview[1], skipped
         else:
             raise AssertionError(f"README cloud step not emulated by this test: {' '.join(argv)}")
-    raise AssertionError("README cloud steps never reach `pulumi preview`")
+    raise AssertionError("README cloud steps never reach `pulumi up`")
 
 
 def summary(resources: list[h.RenderedResource]) -> list[tuple[str, str, str]]:

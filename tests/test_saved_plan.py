@@ -169,3 +169,15 @@ def test_plan_write_records_a_local_catalog_and_overlay(stacks_copy: Path, tmp_p
     assert sources["prices.csv"] == str(cache / "prices.csv") and sources["gpus.csv"] == "bundled"
     if s2.generation.overlay_notes:  # the overlay applies when its (gpu, model) is a candidate of the plan
         assert s2.generation.overlay is not None and s2.generation.overlay.source.endswith("overlay.json")
+
+
+def test_a_saved_plan_file_is_accepted_wherever_a_plan_json_is(tmp_path: Path) -> None:
+    from sizing.plan import load_plan_file
+
+    plan_file = STACKS / "Pulumi.dev.plan.json"
+    assert load_plan_file(plan_file) == saved(plan_file).plan
+    code, out = cli("diff", "--from", str(plan_file), "--to", str(STACKS / "Pulumi.prod.plan.json"), "--format",
+                    "json")
+    assert code == 0, out
+    d = json.loads(out)
+    assert d["source"] == "saved-plans" and d["stacks"][0]["stack"] == "prod"

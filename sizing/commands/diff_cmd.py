@@ -14,7 +14,6 @@ from sizing.commands.common import Format, console, guarded
 
 if TYPE_CHECKING:
     from sizing.diff import CostDiff
-    from sizing.plan import Plan
 
 
 def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> None:
@@ -117,17 +116,6 @@ def gate_problems(d: CostDiff, fail_above_percent: float | None, budget_usd_mont
     return problems
 
 
-def _plan_file(path: Path) -> Plan:
-    """A Plan JSON (`llmcap plan --out`) or a saved plan (`llmcap plan --write`)."""
-    from sizing.plan import load_plan_file
-    from sizing.saved_plan import SUFFIX, parse_saved_plan, stack_file_of
-    from sizing.user_files import read_user_file
-
-    if path.name.endswith(SUFFIX):
-        return parse_saved_plan(read_user_file(path, "saved plan"), str(path), str(stack_file_of(path))).plan
-    return load_plan_file(path)
-
-
 @guarded
 def diff(
     base: str | None = typer.Option(None, "--base", help="git ref to compare against, e.g. origin/main"),
@@ -154,12 +142,14 @@ def diff(
     here with the bundled calibration; the output says which."""
     from sizing.diff import default_planner, diff_plans, diff_refs
     from sizing.errors import SpecError
+    from sizing.plan import load_plan_file
     from sizing.report import diff_views
 
     if from_plan or to_plan:
         if base or head:
             raise SpecError("use either --base/--head (git) or --from/--to (saved plans), not both")
-        d = diff_plans(_plan_file(from_plan) if from_plan else None, _plan_file(to_plan) if to_plan else None,
+        d = diff_plans(load_plan_file(from_plan) if from_plan else None,
+                       load_plan_file(to_plan) if to_plan else None,
                        from_plan.name if from_plan else "nothing", to_plan.name if to_plan else "nothing")
     elif base:
         d = diff_refs(base, head, stacks, planner=default_planner(catalog))
