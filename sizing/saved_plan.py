@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sizing.catalog import BUNDLED_DIR, CATALOG_FILES, USER_CACHE_DIR, Catalog, Instance
+from sizing.catalog import BUNDLED_DIR, CATALOG_FILES, USER_CACHE_DIR, Catalog, Instance, ModelArch
 from sizing.errors import SpecError
 from sizing.plan import Plan
 from sizing.stack import Stack
@@ -76,6 +76,7 @@ class Pinned(_M):
     region: str
     offerings: dict[str, list[str]]  # instance type -> AZ IDs offering it in `region` (every type there)
     instances: list[dict[str, Any]]  # sizing.catalog.Instance rows of the plan's instance types
+    models: list[dict[str, Any]] = Field(default_factory=list)  # the sizing.catalog.ModelArch of the plan's model
 
 
 class SavedPlan(_M):
@@ -169,7 +170,7 @@ def pinned_of(plan: Plan, catalog: Catalog) -> Pinned:
     offerings = {t: list(azs) for (t, region), azs in sorted(catalog.offerings.items()) if region == plan.region}
     types = sorted({p.instance_type for p in plan.pools})
     return Pinned(region=plan.region, offerings=offerings,
-                  instances=[asdict(catalog.instance(t)) for t in types])
+                  instances=[asdict(catalog.instance(t)) for t in types], models=[asdict(catalog.model(plan.model))])
 
 
 def make_saved_plan(stack_file: str | Path, stack: Stack, plan: Plan, catalog: Catalog) -> SavedPlan:
@@ -272,6 +273,16 @@ class PinnedCatalog(Catalog):
         for row in self.pinned.instances:
             inst = Instance(**{k: v for k, v in row.items() if k in names})
             out[inst.instance_type] = inst
+        return out
+
+    @cached_property
+    def models(self) -> dict[str, ModelArch]:  # type: ignore[override]
+        """Bundled models, and the plan's own as it was read at --write (a config.json or Hub model too)."""
+        out = dict(Catalog(directory=None).models)
+        names = {f.name for f in fields(ModelArch)}
+        for row in self.pinned.models:
+            m = ModelArch(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in names})
+            out[m.hf_id] = m
         return out
 
 

@@ -181,3 +181,20 @@ def test_a_saved_plan_file_is_accepted_wherever_a_plan_json_is(tmp_path: Path) -
     assert code == 0, out
     d = json.loads(out)
     assert d["source"] == "saved-plans" and d["stacks"][0]["stack"] == "prod"
+
+
+def test_the_pinned_catalog_answers_from_the_saved_plan_not_from_this_machine(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from sizing.saved_plan import PinnedCatalog
+
+    s = saved(STACKS / "Pulumi.llama70b.plan.json")
+    s.pinned.offerings = {t: ["use1-az9"] for t in s.pinned.offerings}  # as if the AWS answer had been different
+    s.pinned.instances[0]["memory_gib"] = 123.0
+    s.pinned.models[0]["num_layers"] = 7
+    cat = PinnedCatalog(s.pinned)
+    t = s.pinned.instances[0]["instance_type"]
+    assert cat.offered_azs(t, s.plan.region) == ("use1-az9",)
+    assert cat.instance(t).memory_gib == 123.0 and cat.model(s.plan.model).num_layers == 7
+    assert asdict(cat.model(s.plan.model))["sliding_window_layers"] == ()  # tuples come back as tuples
+    assert cat.price(t, s.plan.region, "on-demand") == Catalog().price(t, s.plan.region, "on-demand")  # bundled
