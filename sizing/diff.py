@@ -323,14 +323,27 @@ def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tup
     return side, saved
 
 
+def _declared_budget(text: str) -> float | None:
+    """The `llmcap:budget_usd_month` a stack file declares, read even when the stack cannot be planned."""
+    try:
+        v = config_from_text(text, "").get("llmcap:budget_usd_month")
+    except LlmcapError:
+        return None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
 def _side(planner: Planner, name: str, text: str, ref: str, path: str, plan_text: str | None = None) -> Side:
     if plan_text is not None:
-        return saved_side(name, text, plan_text, ref, path)[0]
-    try:
-        side = side_from_plan(planner(name, text, f"{ref}:{path}"), ref)
-    except LlmcapError as e:
-        side = side_unplanned(ref, e)
-    return side.model_copy(update={"plan_source": "re-planned"})
+        side = saved_side(name, text, plan_text, ref, path)[0]
+    else:
+        try:
+            side = side_from_plan(planner(name, text, f"{ref}:{path}"), ref)
+        except LlmcapError as e:
+            side = side_unplanned(ref, e)
+        side = side.model_copy(update={"plan_source": "re-planned"})
+    if not side.planned:  # its own budget gate still applies (and fails closed)
+        side = side.model_copy(update={"budget_usd_month": _declared_budget(text)})
+    return side
 
 
 def pair_renames(removed: dict[str, str], added: dict[str, str]) -> dict[str, str]:

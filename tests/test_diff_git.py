@@ -252,3 +252,10 @@ def test_saved_plans_are_compared_when_the_refs_have_them(repo: Path, monkeypatc
     assert "re-planned here (no saved plan at this ref)" in md
     code, md = run(repo, monkeypatch, "--base", "HEAD", "--budget-usd-month", "1000000000")
     assert code == 1 and "stack prod cannot be priced at working tree (stale saved plan: " in md
+
+
+def test_an_infeasible_head_with_its_own_budget_fails_that_gate(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 1") + "  llmcap:budget_usd_month: 50000\n")
+    code, md = run(repo, monkeypatch, "--base", "HEAD", "--stacks", "stacks/Pulumi.dev.yaml")
+    assert code == 1 and "Gate failed:** stack dev cannot be priced at working tree (infeasible: " in md

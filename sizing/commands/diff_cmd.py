@@ -89,15 +89,16 @@ def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month:
 
 def gate_problems(d: CostDiff, fail_above_percent: float | None, budget_usd_month: float | None) -> list[str]:
     """Why the gates fail: the increase or the new total crosses a limit, a stack's monthly cost
-    after the change is above its own llmcap:budget_usd_month, or (with a gate given) a stack that
-    cannot be planned at head (invalid, infeasible, or a stale saved plan): its cost is unknown, so
-    the gate fails closed instead of passing it as $0."""
+    after the change is above its own llmcap:budget_usd_month, or a stack that cannot be planned at
+    head (invalid, infeasible, or a stale saved plan) when a gate applies to it (--fail-above-percent,
+    --budget-usd-month, or its own llmcap:budget_usd_month): its cost is unknown, so the gate fails
+    closed instead of passing it as $0."""
     problems: list[str] = []
-    if fail_above_percent is not None or budget_usd_month is not None:
-        for sd in d.stacks:
-            if sd.after is not None and not sd.after.planned:
-                problems.append(f"stack {sd.stack} cannot be priced at {d.head} ({sd.after.reason}); the gate "
-                                "fails closed")
+    gated = fail_above_percent is not None or budget_usd_month is not None
+    for sd in d.stacks:
+        if sd.after is not None and not sd.after.planned and (gated or sd.after.budget_usd_month is not None):
+            problems.append(f"stack {sd.stack} cannot be priced at {d.head} ({sd.after.reason}); the gate "
+                            "fails closed")
     if fail_above_percent is not None and d.total_delta_usd_per_month > 0:
         pct = d.total_delta_percent
         if pct is None or pct > fail_above_percent:
