@@ -281,7 +281,8 @@ class PinnedCatalog(Catalog):
         out = dict(Catalog(directory=None).models)
         names = {f.name for f in fields(ModelArch)}
         for row in self.pinned.models:
-            m = ModelArch(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in names})
+            kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in names}
+            m = ModelArch(**kwargs)
             out[m.hf_id] = m
         return out
 
