@@ -91,6 +91,18 @@ def policy(doc: str | dict[str, Any]) -> dict[str, Any]:
 
 # --- the Pulumi program file itself, as the Pulumi CLI runs it -----------------------------------
 
+def _as_go_json(value: Any) -> Any:
+    """YAML values as the Pulumi CLI (Go encoding/json) writes them: a float64 with no fraction,
+    such as `0.0`, comes out as `0`."""
+    if isinstance(value, dict):
+        return {k: _as_go_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_go_json(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def cli_config(project_dir: Path, stack: str, secrets: dict[str, str] | None = None) -> dict[str, str]:
     """What the Pulumi CLI hands the program as config for `-s stack`: every key of
     `stackConfigDir`/Pulumi.<stack>.yaml (pulumi/pulumi sdk/go/common/workspace/paths.go
@@ -106,7 +118,7 @@ def cli_config(project_dir: Path, stack: str, secrets: dict[str, str] | None = N
         if isinstance(value, dict) and set(value) == {"secure"}:
             continue  # ciphertext: supplied decrypted through `secrets`
         if isinstance(value, (dict, list)):
-            out[key] = json.dumps(value)
+            out[key] = json.dumps(_as_go_json(value))
         elif isinstance(value, bool):
             out[key] = "true" if value else "false"
         else:
