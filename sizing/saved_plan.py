@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sizing.catalog import BUNDLED_DIR, CATALOG_FILES, USER_CACHE_DIR, Catalog, Instance, ModelArch
+from sizing.catalog import BUNDLED_DIR, CATALOG_FILES, Catalog, Instance, ModelArch
 from sizing.errors import SpecError
 from sizing.plan import Plan
 from sizing.stack import Stack
@@ -285,8 +285,3 @@ class PinnedCatalog(Catalog):
             m = ModelArch(**kwargs)
             out[m.hf_id] = m
         return out
-
-
-def user_cache_in_use() -> bool:
-    """Whether plain `llmcap plan` would read a catalog other than the bundled one."""
-    return bool(os.environ.get("LLMCAP_CATALOG_DIR")) or USER_CACHE_DIR.is_dir()
