@@ -23,6 +23,7 @@ from infra.program import Secrets, build_program  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
 from sizing.saved_plan import PinnedCatalog, require_saved_plan, saved_plan_path  # noqa: E402
 from sizing.stack import NAMESPACE, stack_from_config  # noqa: E402
+from sizing.weights_source import require_weights_source  # noqa: E402
 
 CONFIG_OBJECTS = ("workload", "hardware", "deployment")
 
@@ -66,6 +67,7 @@ def main() -> None:
         shown = config_file.relative_to(project_dir).as_posix()
         saved = require_saved_plan(shown, saved_plan_path(config_file), stack)
         plan, catalog = saved.plan, PinnedCatalog(saved.pinned)
+        require_weights_source(catalog, stack.workload.model, stack.workload.weights_source)
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
     for key, value in build_program(stack, plan, catalog, secrets).items():

@@ -144,6 +144,14 @@ class ModelArch:
     torch_dtype: str | None = None
     source: str = ""
     as_of: str = ""
+    # filled by the architecture readers (sizing/architectures/) for configs and catalog rows alike
+    model_type: str = ""  # the config's model_type (llama, deepseek_v3, gpt_oss, ...)
+    expert_params_b: float | None = None  # all routed experts of all layers, billions
+    native_expert_format: str | None = None  # "mxfp4": the published checkpoint stores experts in MXFP4
+    mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (num_nextn_predict_layers)
+    mtp_params_b: float = 0.0  # their parameters, billions, NOT in params_total_b (loaded only for MTP drafts)
+    checkpoint_quant: str | None = None  # quantization_config.quant_method of the published checkpoint
+    params_source: str = "model card"  # where params_total_b comes from (shown in the plan's assumptions)
 
     @property
     def is_moe(self) -> bool:
@@ -331,7 +339,9 @@ class Catalog:
 
     @cached_property
     def models(self) -> dict[str, ModelArch]:
-        return {r["hf_id"]: _model_from_row(r) for r in self._rows("models.csv")}
+        from sizing.architectures.catalog_rows import complete
+
+        return {r["hf_id"]: complete(_model_from_row(r)) for r in self._rows("models.csv")}
 
     @cached_property
     def api_prices(self) -> list[ApiPrice]:
@@ -412,10 +422,12 @@ class Catalog:
         for m in self.models.values():
             if key in (m.hf_id.lower(), m.short_name.lower(), m.hf_id.split("/")[-1].lower()):
                 return m
-        if name.endswith(".json") or os.path.sep in name and Path(name).exists():
+        local = Path(name)
+        if name.endswith(".json") or os.path.sep in name and (local.exists() or local.is_symlink()) \
+                or local.is_dir():
             from sizing.hf_config import model_from_config_file
 
-            return model_from_config_file(Path(name))
+            return model_from_config_file(local)  # a directory means its config.json
         names = [m.hf_id for m in self.models.values()] + [m.short_name for m in self.models.values()]
         hint = _suggest(name, names)
         if "/" in name and not hint:

@@ -115,6 +115,12 @@ def checkpoint_gib(cat: Catalog, model: ModelArch, stack: Stack, precision: str)
     return weight_bytes_per_replica(model, src) / GIB
 
 
+def _model_size_line(cat: Catalog, model: ModelArch) -> str:
+    from sizing.checkpoint import model_size_line
+
+    return model_size_line(model, "fp16" if model.torch_dtype == "float16" else "bf16", cat)
+
+
 def root_volume_gib(model_cache_gib_per_node: float) -> int:
     """Root EBS volume of a GPU node (GiB): the vLLM image + one model copy + OS margin."""
     return math.ceil(number("vllm_image_gib") + model_cache_gib_per_node + number("root_volume_margin_gib"))
@@ -256,6 +262,7 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         f"$/month = $/hour × {HOURS_PER_MONTH:g} h; $/1M tokens = $/hour ÷ (output tokens/s × 3,600) × 1e6",
         f"engine: {w.engine}; performance model calibrated on published measurements (sizing/data/perf_calibration.*)",
         *cat.as_of_lines(),
+        _model_size_line(cat, model),
     ]
     if scale is not None:
         note = scale(lead.gpu, w.engine, model.hf_id)

@@ -77,7 +77,9 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     cat.check_region(stack.region)
     w, hw = stack.workload, stack.hardware
     strat = strategy or hw.strategy
-    model = cat.model(w.model)
+    from sizing.weights_source import workload_model
+
+    model = workload_model(cat, w.model, w.weights_source)
     demand = demand_of(w)
     scale = default_goodput_scale() if goodput_scale is True else (goodput_scale or None)
     main = search(cat, model, w, hw, stack.region, strat, demand, scale)

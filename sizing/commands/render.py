@@ -76,6 +76,9 @@ def render(
     if target not in ("eks", "compose"):
         raise SpecError(f"--target {target!r}: choose eks or compose")
     stack, plan, cat, which = plan_to_render(stack_file, sets, catalog, fresh)
+    from sizing.weights_source import require_weights_source
+
+    require_weights_source(cat, stack.workload.model, stack.workload.weights_source)
     if target == "compose":
         from infra.compose import ComposeTargetError, write_compose
 
