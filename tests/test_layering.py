@@ -106,7 +106,8 @@ LAYERS: list[tuple[str, list[str]]] = [
                                                    "sizing.deployment"]),
     ("facts and contracts: catalog, HF configs, calibration, Plan, stack files",
      ["sizing.catalog", "sizing.hf_config", "sizing.perf_calibration", "sizing.calibration_overlay",
-      "sizing.platform_defaults", "sizing.plan", "sizing.stack"]),
+      "sizing.platform_defaults", "sizing.plan", "sizing.stack", "sizing.architectures", "sizing.weights_source",
+      "sizing.checkpoint"]),
     ("physics: memory, performance, demand", ["sizing.memory", "sizing.perf_step", "sizing.perf",
                                               "sizing.perf_goodput", "sizing.demand"]),
     ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing"]),
@@ -125,6 +126,10 @@ ALLOWED: set[tuple[str, str]] = {
     ("sizing.plan_builder", "sizing.planner"),  # circle planner <-> plan_builder (lazy: search())
     ("sizing.perf", "sizing.perf_goodput"),  # circle perf <-> perf_goodput (re-export; they share _ctx)
     ("sizing.catalog", "sizing.hf_config"),  # circle catalog <-> hf_config: a catalog lookup can call the hub
+    # circle catalog <-> architectures: catalog rows are completed by the readers, which build ModelArch (lazy)
+    ("sizing.catalog", "sizing.architectures.catalog_rows"),
+    ("sizing.checkpoint", "sizing.memory"),  # upward (lazy): offline checkpoint size from the weights formula
+    ("sizing.spec", "sizing.weights_source"),  # upward (lazy): the spec validator reuses the weights-source rule
     ("sizing.commands.estimate_perf", "sizing.commands.estimate"),  # circle estimate <-> estimate_perf
     ("sizing.commands.plan_cmd", "sizing.commands.aws_cmds"),  # circle aws_cmds <-> plan_cmd (--preflight)
     ("sizing.diff", "sizing.commands.validate"),  # upward: the core into the CLI (check_names)
