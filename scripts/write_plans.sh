@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset LLMCAP_CATALOG_DIR
-export XDG_CACHE_HOME="$tmp/cache" LLMCAP_CALIBRATION_OVERLAY="$tmp/no-overlay.json"  # no refresh cache, no overlay
+# no refresh cache, no checkpoint-metadata cache (both under XDG_CACHE_HOME), no overlay, no hub lookups
+export XDG_CACHE_HOME="$tmp/cache" LLMCAP_CALIBRATION_OVERLAY="$tmp/no-overlay.json" HF_HUB_OFFLINE=1
 if [ "$#" -gt 0 ]; then files=("$@"); else files=(stacks/Pulumi.*.yaml); fi
 for f in "${files[@]}"; do
   python -m sizing.cli plan "$f" --write --format json > /dev/null

@@ -166,17 +166,20 @@ def generation_of(catalog: Catalog, overlay_notes: list[str]) -> Generation:
                       overlay=overlay, overlay_notes=overlay_notes)
 
 
-def pinned_of(plan: Plan, catalog: Catalog) -> Pinned:
+def pinned_of(plan: Plan, catalog: Catalog, stack: Stack) -> Pinned:
+    from sizing.weights_source import workload_model
+
     offerings = {t: list(azs) for (t, region), azs in sorted(catalog.offerings.items()) if region == plan.region}
     types = sorted({p.instance_type for p in plan.pools})
+    model = workload_model(catalog, stack.workload.model, stack.workload.weights_source)  # as the planner read it
     return Pinned(region=plan.region, offerings=offerings,
-                  instances=[asdict(catalog.instance(t)) for t in types], models=[asdict(catalog.model(plan.model))])
+                  instances=[asdict(catalog.instance(t)) for t in types], models=[asdict(model)])
 
 
 def make_saved_plan(stack_file: str | Path, stack: Stack, plan: Plan, catalog: Catalog) -> SavedPlan:
     notes = [a for a in plan.assumptions if a.startswith("calibration overlay")]
     return SavedPlan(stack=stack.name, stack_file=Path(stack_file).as_posix(), fingerprint=spec_fingerprint(stack),
-                     generation=generation_of(catalog, notes), pinned=pinned_of(plan, catalog), plan=plan)
+                     generation=generation_of(catalog, notes), pinned=pinned_of(plan, catalog, stack), plan=plan)
 
 
 def write_saved_plan(saved: SavedPlan, path: Path) -> Path:

@@ -133,11 +133,14 @@ def summary(resources: list[h.RenderedResource]) -> list[tuple[str, str, str]]:
 def no_local_data(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
     """This machine's llmcap data lives under `home`: catalog cache and overlay start absent."""
     import sizing.catalog
+    import sizing.checkpoint
 
     cache = home / ".cache" / "llmcap" / "catalog"
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
     monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", cache)
     monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.checkpoint, "CACHE_DIR", cache.parent / "checkpoints")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(home / ".config" / "llmcap" / "calibration_overlay.json"))
     return cache
 

@@ -197,11 +197,14 @@ def test_a_renamed_stack_file_is_a_rename(repo: Path, monkeypatch: pytest.Monkey
 
 def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalog: Path | None = None) -> None:
     import sizing.catalog
+    import sizing.checkpoint
     from sizing.cli import app
 
     monkeypatch.chdir(repo)
     monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", repo.parent / "no-cache")
     monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.checkpoint, "CACHE_DIR", repo.parent / "no-checkpoints")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(repo.parent / "no-overlay.json"))
     for n in names:
         extra = ["--catalog", str(catalog)] if catalog else []

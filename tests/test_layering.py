@@ -103,11 +103,11 @@ def test_no_vendor_number_in_code() -> None:
 # matching prefix decides; a package's __init__ sits with its modules.
 LAYERS: list[tuple[str, list[str]]] = [
     ("base: errors, user files, the spec models", ["sizing", "sizing.errors", "sizing.user_files", "sizing.spec",
-                                                   "sizing.deployment"]),
+                                                   "sizing.deployment", "sizing.render_dir"]),
     ("facts and contracts: catalog, HF configs, calibration, Plan, stack files",
      ["sizing.catalog", "sizing.hf_config", "sizing.perf_calibration", "sizing.calibration_overlay",
       "sizing.platform_defaults", "sizing.plan", "sizing.stack", "sizing.architectures", "sizing.weights_source",
-      "sizing.checkpoint"]),
+      "sizing.checkpoint", "sizing.saved_plan"]),
     ("physics: memory, performance, demand", ["sizing.memory", "sizing.perf_step", "sizing.perf",
                                               "sizing.perf_goodput", "sizing.demand"]),
     ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing"]),

@@ -26,12 +26,15 @@ def render(*args: str) -> tuple[int, str]:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     import sizing.catalog
+    import sizing.checkpoint
 
     shutil.copytree(STACKS, tmp_path / "stacks")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
     monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", tmp_path / "no-cache")
     monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.checkpoint, "CACHE_DIR", tmp_path / "no-checkpoints")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
     return tmp_path
 

@@ -36,12 +36,15 @@ def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 
 def no_local_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """As on a machine without `llmcap catalog refresh` or `llmcap calibrate`."""
+    """As on a machine without `llmcap catalog refresh`, `llmcap calibrate` or cached checkpoint metadata."""
     import sizing.catalog
+    import sizing.checkpoint
 
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
     monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", tmp_path / "no-cache")
     monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.checkpoint, "CACHE_DIR", tmp_path / "no-checkpoints")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
 
 
@@ -75,11 +78,13 @@ def test_each_bundled_stack_has_a_current_saved_plan(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", h.BUNDLED_STACKS)
-def test_each_bundled_saved_plan_is_what_the_planner_gives_today(name: str) -> None:
+def test_each_bundled_saved_plan_is_what_the_planner_gives_today(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
     """Not required for deploying (the saved plan is the reviewed artifact), but a saved plan that
     the code no longer reproduces means someone changed the planner without regenerating."""
     from sizing.planner import plan_stack
 
+    no_local_data(monkeypatch, tmp_path)
     stack = load_stack(STACKS / f"Pulumi.{name}.yaml")
     fresh = plan_stack(stack, Catalog(), None, goodput_scale=None)
     s = saved(saved_plan_path(STACKS / f"Pulumi.{name}.yaml"))
