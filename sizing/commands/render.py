@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 
 def plan_to_render(stack_file: Path, sets: list[str], catalog: Path | None, fresh: bool
-                   ) -> tuple[Stack, Plan, Catalog, str]:
-    """The stack, the plan to render, the catalog the program reads, and one line saying which plan.
+                   ) -> tuple[Stack, Plan, Catalog, str, str]:
+    """The stack, the plan to render, the catalog the program reads, one line saying which plan,
+    and a warning for stderr ("" when none).
 
     The saved plan (`llmcap plan STACK --write`) when there is one, exactly as `pulumi up` deploys it;
     a fresh plan with --fresh or --set (a preview of a change), or, with a warning, when the stack has
@@ -41,19 +42,18 @@ def plan_to_render(stack_file: Path, sets: list[str], catalog: Path | None, fres
         why = "--fresh" if fresh else "--set" if sets else f"no saved plan {plan_file}"
         note = (f"plan: planned now from this machine's catalog ({why}); pulumi up deploys only a saved plan: "
                 f"llmcap plan {stack_file} --write")
-        if not fresh and not sets:
-            typer.echo(f"warning: {stack_file} has no saved plan; rendering a fresh plan", err=True)
-        return stack, plan_for(stack_file, sets, None, catalog), load_catalog(catalog), note
+        warning = "" if fresh or sets else f"warning: {stack_file} has no saved plan; rendering a fresh plan"
+        return stack, plan_for(stack_file, sets, None, catalog), load_catalog(catalog), note, warning
     from sizing.saved_plan import check_current
 
     try:
         check_current(saved, stack, str(stack_file))
     except StalePlanError as e:
         raise StalePlanError(e.problems[0] + " (or preview the change with llmcap render --fresh)") from None
-    if catalog is not None:
-        typer.echo("warning: --catalog is ignored: the saved plan pins the catalog rows it was planned with "
-                   "(use --fresh to plan with another catalog)", err=True)
-    return stack, saved.plan, PinnedCatalog(saved.pinned), f"plan: saved {plan_file} (matches {stack_file})"
+    warning = "" if catalog is None else ("warning: --catalog is ignored: the saved plan pins the catalog rows it "
+                                          "was planned with (use --fresh to plan with another catalog)")
+    return stack, saved.plan, PinnedCatalog(saved.pinned), f"plan: saved {plan_file} (matches {stack_file})", \
+        warning
 
 
 @guarded
@@ -75,10 +75,12 @@ def render(
 
     if target not in ("eks", "compose"):
         raise SpecError(f"--target {target!r}: choose eks or compose")
-    stack, plan, cat, which = plan_to_render(stack_file, sets, catalog, fresh)
+    stack, plan, cat, which, warning = plan_to_render(stack_file, sets, catalog, fresh)
     from sizing.weights_source import require_weights_source
 
     require_weights_source(cat, stack.workload.model, stack.workload.weights_source)
+    if warning:  # only once the stack is renderable: an error stays one line
+        typer.echo(warning, err=True)
     if target == "compose":
         from infra.compose import ComposeTargetError, write_compose
 
