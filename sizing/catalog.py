@@ -447,19 +447,42 @@ class Catalog:
     def regions_offering(self, instance_type: str) -> list[str]:
         return sorted(r for (t, r) in self.offerings if t == instance_type)
 
-    def check_region(self, region: str) -> None:
-        if region not in self.regions:
-            raise CatalogLookupError(f"unknown region {region!r}{_suggest(region, self.regions)}")
+    @cached_property
+    def priced_regions(self) -> list[str]:
+        return sorted({region for (_, region, _) in self.prices})
 
-    def as_of_lines(self) -> list[str]:
-        """One assumption line per table: where its numbers come from and their dates."""
+    def check_region(self, region: str) -> None:
+        known = sorted(set(self.regions) | set(self.priced_regions))
+        if region not in known:
+            raise CatalogLookupError(f"unknown region {region!r}{_suggest(region, known)}")
+
+    def region_gap(self, region: str, purchase: str) -> str | None:
+        """One line when the catalog has no AZ offerings or no `purchase` prices for `region`, else None."""
+        where = f"the catalog in {self.directory}" if self.directory else "the bundled catalog"
+        fix = (f"run `llmcap catalog refresh --region {region}` (AWS credentials) and plan again, "
+               "or pass --catalog DIR")
+        if region not in self.regions:
+            return f"no AZ offerings for {region} in {where} (it knows {len(self.regions)} regions); {fix}"
+        kinds = ("on-demand", "spot") if purchase == "mixed" else (purchase,)
+        if not any(r == region and p in kinds for (_, r, p) in self.prices):
+            return f"no {'/'.join(kinds)} prices for {region} in {where}; {fix}"
+        return None
+
+    def as_of_lines(self, region: str | None = None) -> list[str]:
+        """One assumption line per table: where its numbers come from and their dates. With `region`,
+        the price line names that region's on-demand price source and date."""
         def dates(vals: list[str]) -> str:
             s = sorted({v for v in vals if v})
             return s[0] if len(s) == 1 else f"{s[0]} .. {s[-1]}" if s else "undated"
+        od = [p for p in self.prices.values() if p.purchase == "on-demand" and region in (None, p.region)]
+        price_line = f"instance prices: {dates([p.as_of for p in od])}"
+        if region is not None:
+            sources = "; ".join(sorted({p.source for p in od})) or "none"
+            price_line = f"instance prices ({region}, on-demand): {sources}, as of {dates([p.as_of for p in od])}"
         return [
             f"GPU specs: datasheets, as of {dates([g.as_of[:10] for g in self.gpus.values()])}",
             f"instance specs: {dates([i.as_of for i in self.instances.values()])}",
-            f"instance prices: {dates([p.as_of for p in self.prices.values() if p.purchase == 'on-demand'])}",
+            price_line,
             f"hosted-API prices: {dates([a.as_of for a in self.api_prices])}",
         ]
 

@@ -311,7 +311,7 @@ def _estimate(c: _Ctx, shape: WorkloadShape, pt: _Point, concurrency: float, cap
 
 def _infeasible_estimate(c: _Ctx, concurrency: float) -> LoadEstimate:
     return LoadEstimate(concurrency, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, math.inf, math.inf,
-                        "kv-capacity", 0, False, f"the model does not fit: {c.fit.reason}")
+                        "weights-do-not-fit", 0, False, f"the model does not fit: {c.fit.reason}")
 
 
 def estimate_closed_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,

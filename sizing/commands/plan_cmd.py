@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from sizing.commands.common import Format, console, guarded
+from sizing.commands.common import Format, console, emit_json, guarded
 
 if TYPE_CHECKING:
     from sizing.plan import Plan
@@ -45,6 +45,14 @@ def _write_saved(stack_file: Path, p: Plan, catalog: Path | None) -> None:
     typer.echo(f"wrote {path} ({src}); review it with git diff: pulumi up deploys this plan", err=True)
 
 
+def infeasible_document(stack_file: Path, e: Any) -> dict[str, Any]:
+    """What `plan --format json` prints when nothing is feasible (exit 3): the causes, every rejected
+    candidate, and the suggestions, each re-planned and priced."""
+    return {"feasible": False, "stack": stack_file.name.removeprefix("Pulumi.").removesuffix(".yaml"),
+            "message": str(e.args[0]) if e.args else "", "problems": e.problems, "rejections": e.rejections,
+            "suggestions": e.suggestion_details or [{"change": s} for s in e.suggestions]}
+
+
 @guarded
 def plan(
     stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.yaml"),
@@ -59,12 +67,18 @@ def plan(
                                "(stacks/Pulumi.<env>.plan.json): the plan `pulumi up` and `llmcap render` deploy"),
 ) -> None:
     """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
-    if write and (sets or strategy):
-        from sizing.errors import SpecError
+    from sizing.errors import NoFeasiblePlanError, SpecError
 
+    if write and (sets or strategy):
         raise SpecError(f"--write saves the plan of {stack_file} as written: put the --set/--strategy change "
                         "into the stack file instead")
-    p = plan_for(stack_file, sets, strategy, catalog)
+    try:
+        p = plan_for(stack_file, sets, strategy, catalog)
+    except NoFeasiblePlanError as e:
+        if fmt != Format.json:
+            raise
+        emit_json(infeasible_document(stack_file, e))
+        raise typer.Exit(e.exit_code) from None
     if write:
         _write_saved(stack_file, p, catalog)
     if preflight:
