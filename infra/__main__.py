@@ -1,5 +1,10 @@
 """Pulumi entry point (`main: infra/` in Pulumi.yaml): read `llmcap:*` config once, validate it,
-plan, build the components, export the plan summary."""
+load the stack's SAVED plan (`llmcap plan stacks/Pulumi.<env>.yaml --write`, see sizing/saved_plan.py),
+build the components, export the plan summary.
+
+It never re-plans: the catalog cache and calibration overlay of the machine running `pulumi up`
+change nothing until a new plan is written and reviewed. A stack whose spec no longer matches its
+saved plan, or that has none, stops here with one line and creates nothing."""
 
 from __future__ import annotations
 
@@ -16,9 +21,8 @@ import pulumi  # noqa: E402
 
 from infra.fit import NotDeployable  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
-from sizing.catalog import load_catalog  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
-from sizing.planner import plan_stack  # noqa: E402
+from sizing.saved_plan import PinnedCatalog, require_saved_plan, saved_plan_path  # noqa: E402
 from sizing.stack import NAMESPACE, stack_from_config  # noqa: E402
 from sizing.weights_source import require_weights_source  # noqa: E402
 
@@ -48,13 +52,26 @@ def read_config() -> tuple[dict[str, object], Secrets]:
     return mapping, Secrets(api_key=pulumi.Output.secret(plain_key), hf_token=cfg.get_secret("hf_token"))
 
 
+def stack_file(project_dir: Path, stack: str) -> Path:
+    """Where the Pulumi CLI reads this stack's config: `stackConfigDir`/Pulumi.<stack>.yaml
+    (pulumi/pulumi sdk/go/common/workspace/paths.go `ProjectStackPath`; the extension is the
+    project file's)."""
+    import yaml
+
+    project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text(encoding="utf-8")) or {}
+    return project_dir / str(project.get("stackConfigDir") or ".") / f"Pulumi.{stack}.yaml"
+
+
 def main() -> None:
     try:
         mapping, secrets = read_config()
         stack = stack_from_config(pulumi.get_stack(), mapping, source=f"stack {pulumi.get_stack()}")
-        catalog = load_catalog()
+        project_dir = Path(_ROOT)
+        config_file = stack_file(project_dir, stack.name)
+        shown = config_file.relative_to(project_dir).as_posix()
+        saved = require_saved_plan(shown, saved_plan_path(config_file), stack)
+        plan, catalog = saved.plan, PinnedCatalog(saved.pinned)
         require_weights_source(catalog, stack.workload.model, stack.workload.weights_source)
-        plan = plan_stack(stack, catalog)
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
     try:

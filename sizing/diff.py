@@ -1,10 +1,14 @@
 """Cost diff between two versions of the stacks: the model behind `llmcap diff`.
 
-Reads stack files from git (`git show REF:path`, subprocess, no GitPython) or the working tree,
-plans both sides with the bundled calibration only (no user overlay, so a diff reproduces on
-any machine), and returns a `CostDiff`: one versioned model that diff_views renders as markdown
-(the PR comment), JSON and a table. A side that cannot be planned (invalid or infeasible) keeps
-its reason; its cost is unknown (None), never $0. Must not import pulumi or boto3.
+Reads stack files and their saved plans (`stacks/Pulumi.<env>.plan.json`, see sizing/saved_plan.py)
+from git (`git show REF:path`, subprocess, no GitPython) or the working tree. A side whose ref has a
+saved plan is that plan (what `pulumi up` deploys at that ref), checked against the stack file's
+fingerprint there; a side without one is planned here with the bundled calibration only (no user
+overlay, so a diff reproduces on any machine). Each side says which (`plan_source`). Returns a
+`CostDiff`: one versioned model that diff_views renders as markdown (the PR comment), JSON and a
+table. A side that cannot be planned (invalid, infeasible, or a stale saved plan) keeps its reason;
+its cost is unknown (None), never $0. A stack file renamed between the refs (same or similar text)
+is one `renamed` stack, not removed + added. Must not import pulumi or boto3.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from sizing.plan import CostLine, Plan
 
 DIFF_SCHEMA_VERSION = 1
 DEFAULT_STACKS_GLOB = "stacks/Pulumi.*.yaml"
-Status = Literal["added", "removed", "modified", "unchanged"]
+Status = Literal["added", "removed", "modified", "unchanged", "renamed"]
+PlanSource = Literal["saved", "re-planned"]
+RENAME_SIMILARITY = 0.6  # difflib ratio of two stack files' text above which a removed + added pair is a rename
 
 
 class _M(BaseModel):
@@ -47,7 +53,9 @@ class Side(_M):
 
     ref: str
     planned: bool
-    reason: str | None = None  # why there is no plan (invalid stack file or infeasible)
+    reason: str | None = None  # why there is no plan (invalid stack file, infeasible, stale saved plan)
+    plan_source: PlanSource | None = None  # the ref's saved plan, or planned here (None: --from/--to files)
+    plan_file: str | None = None  # the saved plan's path at the ref, when there is one
     model: str | None = None
     region: str | None = None
     gpus: int | None = None
@@ -81,6 +89,7 @@ class StackDiff(_M):
     delta_usd_per_month: float | None  # None when either side has no price
     delta_percent: float | None  # None when there is no base to divide by
     delta_usd_per_hour: float | None = None
+    renamed_from: str | None = None  # the stack file's path at base, for a renamed stack
     notes: list[str] = Field(default_factory=list)
 
 
@@ -131,8 +140,8 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
     )
 
 
-def side_unplanned(ref: str, error: LlmcapError) -> Side:
-    kind = "infeasible" if error.exit_code == 3 else "invalid"
+def side_unplanned(ref: str, error: LlmcapError, kind: str | None = None) -> Side:
+    kind = kind or ("infeasible" if error.exit_code == 3 else "invalid")
     return Side(ref=ref, planned=False, reason=f"{kind}: " + "; ".join(error.problems))
 
 
@@ -142,13 +151,16 @@ def _same_plan(a: Side, b: Side) -> bool:
     return all(getattr(a, k) == getattr(b, k) for k in keys)
 
 
-def stack_diff(stack: str, path: str, before: Side | None, after: Side | None) -> StackDiff:
+def stack_diff(stack: str, path: str, before: Side | None, after: Side | None,
+               renamed_from: str | None = None) -> StackDiff:
     """Status and deltas of one stack. A missing side counts as $0 (added/removed); an unplanned
     side has no price, so the delta is unknown (None), not a number."""
     if before is None and after is None:
         raise ValueError("a stack diff needs at least one side")
     status: Status
-    if before is None:
+    if renamed_from is not None:
+        status = "renamed"
+    elif before is None:
         status = "added"
     elif after is None:
         status = "removed"
@@ -161,12 +173,18 @@ def stack_diff(stack: str, path: str, before: Side | None, after: Side | None) -
     notes: list[str] = []
     delta = None if a is None or b is None else round(a - b, 2)
     pct = round(100.0 * delta / b, 2) if delta is not None and b else None
+    if renamed_from is not None:
+        changed = "" if before is not None and after is not None and _same_plan(before, after) else \
+            "; its plan changed too"
+        notes.append(f"renamed from {renamed_from}{changed}: Pulumi sees a new stack {stack!r}; the old stack's "
+                     "resources stay until it is destroyed (pulumi destroy -s OLD)")
     for side, name in ((before, "before"), (after, "after")):
         if side is not None and not side.planned:
             notes.append(f"{name}: {side.reason}")
     return StackDiff(stack=stack, path=path, status=status, before=before, after=after,
                      delta_usd_per_month=delta, delta_percent=pct,
-                     delta_usd_per_hour=None if ah is None or bh is None else round(ah - bh, 4), notes=notes)
+                     delta_usd_per_hour=None if ah is None or bh is None else round(ah - bh, 4),
+                     renamed_from=renamed_from, notes=notes)
 
 
 def build_diff(base: str, head: str, stacks: list[StackDiff], unchanged_files: int = 0,
@@ -236,6 +254,21 @@ def files_at(ref: str | None, root: Path, pattern: str) -> dict[str, str]:
     return {n: _git(["show", f"{ref}:{n}"], root) for n in names}
 
 
+def saved_plans_at(ref: str | None, root: Path, stack_paths: list[str]) -> dict[str, str]:
+    """The saved plan text of each stack file that has one at `ref` (None = the working tree):
+    stack path → plan text."""
+    from sizing.saved_plan import saved_plan_path
+
+    wanted = {saved_plan_path(p).as_posix(): p for p in stack_paths}
+    if ref is None:
+        return {stack: (root / plan).read_text(encoding="utf-8") for plan, stack in wanted.items()
+                if (root / plan).is_file()}
+    if not wanted:
+        return {}
+    present = _git(["ls-tree", "-r", "--name-only", ref, "--", *sorted(wanted)], root).splitlines()
+    return {wanted[n]: _git(["show", f"{ref}:{n}"], root) for n in present if n in wanted}
+
+
 Planner = Callable[[str, str, str], Plan]
 
 
@@ -271,11 +304,65 @@ def config_from_text(text: str, source: str) -> dict[str, Any]:
     return config
 
 
-def _side(planner: Planner, name: str, text: str, ref: str, path: str) -> Side:
+def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tuple[Side, Any]:
+    """A side from the ref's saved plan, checked against the stack file there; (side, SavedPlan or None)."""
+    from sizing.saved_plan import StalePlanError, check_current, parse_saved_plan, saved_plan_path
+    from sizing.stack import stack_from_config
+
+    plan_file = saved_plan_path(path).as_posix()
     try:
-        return side_from_plan(planner(name, text, f"{ref}:{path}"), ref)
+        stack = stack_from_config(name, config_from_text(text, f"{ref}:{path}"), f"{ref}:{path}")
+        saved = parse_saved_plan(plan_text, f"{ref}:{plan_file}", path)
+        check_current(saved, stack, path)
+    except StalePlanError as e:
+        side = side_unplanned(ref, e, "stale saved plan")
+        return side.model_copy(update={"plan_source": "saved", "plan_file": plan_file}), None
     except LlmcapError as e:
-        return side_unplanned(ref, e)
+        return side_unplanned(ref, e).model_copy(update={"plan_source": "saved", "plan_file": plan_file}), None
+    side = side_from_plan(saved.plan, ref).model_copy(update={"plan_source": "saved", "plan_file": plan_file})
+    return side, saved
+
+
+def _declared_budget(text: str) -> float | None:
+    """The `llmcap:budget_usd_month` a stack file declares, read even when the stack cannot be planned."""
+    try:
+        v = config_from_text(text, "").get("llmcap:budget_usd_month")
+    except LlmcapError:
+        return None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
+def _side(planner: Planner, name: str, text: str, ref: str, path: str, plan_text: str | None = None) -> Side:
+    if plan_text is not None:
+        side = saved_side(name, text, plan_text, ref, path)[0]
+    else:
+        try:
+            side = side_from_plan(planner(name, text, f"{ref}:{path}"), ref)
+        except LlmcapError as e:
+            side = side_unplanned(ref, e)
+        side = side.model_copy(update={"plan_source": "re-planned"})
+    if not side.planned:  # its own budget gate still applies (and fails closed)
+        side = side.model_copy(update={"budget_usd_month": _declared_budget(text)})
+    return side
+
+
+def pair_renames(removed: dict[str, str], added: dict[str, str]) -> dict[str, str]:
+    """Added path → removed path for stack files that were renamed: the same text, else the most
+    similar text above RENAME_SIMILARITY (difflib ratio, as git's rename detection scores similarity)."""
+    import difflib
+
+    pairs: dict[str, str] = {}
+    left = dict(removed)
+    for new_path, new_text in sorted(added.items()):
+        same = next((p for p, t in sorted(left.items()) if t == new_text), None)
+        if same is None:
+            scored = sorted(((difflib.SequenceMatcher(None, t, new_text).ratio(), p) for p, t in left.items()),
+                            reverse=True)
+            same = scored[0][1] if scored and scored[0][0] >= RENAME_SIMILARITY else None
+        if same is not None:
+            pairs[new_path] = same
+            del left[same]
+    return pairs
 
 
 def diff_refs(base: str, head: str | None, pattern: str = DEFAULT_STACKS_GLOB, cwd: Path | None = None,
@@ -290,17 +377,24 @@ def diff_refs(base: str, head: str | None, pattern: str = DEFAULT_STACKS_GLOB, c
         _check_ref(head, root)
     plan = planner or default_planner()
     old, new = files_at(base, root, pattern), files_at(head, root, pattern)
+    old_plans, new_plans = saved_plans_at(base, root, sorted(old)), saved_plans_at(head, root, sorted(new))
     head_label = head or "working tree"
+    renames = pair_renames({p: t for p, t in old.items() if p not in new},
+                           {p: t for p, t in new.items() if p not in old})
+    renamed_old = set(renames.values())
     out: list[StackDiff] = []
     same = 0
     for path in sorted(set(old) | set(new)):
-        if old.get(path) == new.get(path):
+        if path in renamed_old:
+            continue
+        if old.get(path) == new.get(path) and old_plans.get(path) == new_plans.get(path):
             same += 1
             continue
         name = stack_name(Path(path))
-        b = _side(plan, name, old[path], base, path) if path in old else None
-        a = _side(plan, name, new[path], head_label, path) if path in new else None
-        out.append(stack_diff(name, path, b, a))
+        was = renames.get(path, path)
+        b = _side(plan, stack_name(Path(was)), old[was], base, was, old_plans.get(was)) if was in old else None
+        a = _side(plan, name, new[path], head_label, path, new_plans.get(path)) if path in new else None
+        out.append(stack_diff(name, path, b, a, renamed_from=was if was != path else None))
     return build_diff(base, head_label, out, same)
 
 

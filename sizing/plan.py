@@ -6,6 +6,7 @@ recomputing. Field names carry units and scope.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -188,11 +189,18 @@ class Plan(_M):
 
 
 def load_plan_file(path: str | Path) -> Plan:
-    """A saved Plan JSON (`llmcap plan --out` / `--format json`), or one SpecError per problem."""
+    """A saved Plan JSON (`llmcap plan --out` / `--format json`, or the `plan` of a saved plan
+    `stacks/Pulumi.<env>.plan.json` from `llmcap plan --write`), or one SpecError per problem."""
     from sizing.user_files import read_user_file
 
     p = Path(path)
     text = read_user_file(p, "plan file", "write one with llmcap plan --format json")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and "saved_plan_version" in doc and isinstance(doc.get("plan"), dict):
+        text = json.dumps(doc["plan"])  # a saved plan (llmcap plan --write): the Plan inside it
     try:
         return Plan.from_json(text)
     except ValidationError as e:

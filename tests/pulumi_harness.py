@@ -87,3 +87,76 @@ def world_open_ingress(resources: list[RenderedResource]) -> list[str]:
 
 def policy(doc: str | dict[str, Any]) -> dict[str, Any]:
     return json.loads(doc) if isinstance(doc, str) else doc
+
+
+# --- the Pulumi program file itself, as the Pulumi CLI runs it -----------------------------------
+
+def _as_go_json(value: Any) -> Any:
+    """YAML values as the Pulumi CLI (Go encoding/json) writes them: a float64 with no fraction,
+    such as `0.0`, comes out as `0`."""
+    if isinstance(value, dict):
+        return {k: _as_go_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_go_json(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def cli_config(project_dir: Path, stack: str, secrets: dict[str, str] | None = None) -> dict[str, str]:
+    """What the Pulumi CLI hands the program as config for `-s stack`: every key of
+    `stackConfigDir`/Pulumi.<stack>.yaml (pulumi/pulumi sdk/go/common/workspace/paths.go
+    `ProjectStackPath`), objects and lists as JSON text, scalars as text; `secrets` are the values
+    `pulumi config set --secret` stored, decrypted (the CLI decrypts them before the run)."""
+    import yaml
+
+    project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text()) or {}
+    path = project_dir / str(project.get("stackConfigDir") or ".") / f"Pulumi.{stack}.yaml"
+    config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            continue  # ciphertext: supplied decrypted through `secrets`
+        if isinstance(value, (dict, list)):
+            out[key] = json.dumps(_as_go_json(value))
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        else:
+            out[key] = str(value)
+    out.update(secrets or {})
+    return out
+
+
+def run_program_file(project_dir: Path, stack: str, secrets: dict[str, str] | None = None
+                     ) -> tuple[list[RenderedResource], dict[str, Any]]:
+    """Run `project_dir`/infra/__main__.py (Pulumi.yaml `main: infra/`) for `-s stack` under the mock
+    engine with the config the CLI would pass: what `pulumi preview -s stack` would register.
+    Returns the resources and the exported stack outputs; a `pulumi.RunError` propagates."""
+    import runpy
+    import sys
+    import types
+
+    import pulumi
+    import pulumi.runtime.config as runtime_config
+
+    from infra.render import run_mocked
+
+    config = cli_config(project_dir, stack, secrets)
+    exported: dict[str, Any] = {}
+
+    def program() -> dict[str, Any]:
+        runtime_config.set_all_config(config, sorted(secrets or {}))
+        real_export = pulumi.export
+        pulumi.export = lambda name, value: exported.__setitem__(name, value)  # no root Stack under mocks
+        saved_path = list(sys.path)
+        try:
+            runpy.run_path(str(project_dir / "infra" / "__main__.py"), run_name="__main__")
+        finally:
+            pulumi.export = real_export
+            sys.path[:] = saved_path
+        return dict(exported)
+
+    region = json.loads(json.dumps(config.get("aws:region", "us-east-1")))
+    fake_stack = types.SimpleNamespace(name=stack, region=region)
+    resources, outputs = run_mocked(fake_stack, program)  # type: ignore[arg-type]
+    return resources, outputs

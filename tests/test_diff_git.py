@@ -57,7 +57,8 @@ def test_commit_to_commit(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prod = stacks / "Pulumi.prod.yaml"
     prod.write_text("# only a comment changed\n" + prod.read_text())
     (stacks / "Pulumi.old.yaml").unlink()
-    shutil.copy(STACKS / "Pulumi.dev.yaml", stacks / "Pulumi.staging.yaml")
+    # not dev's text (that would be a rename of old): a stack of its own
+    shutil.copy(STACKS / "Pulumi.scaleout-l4.yaml", stacks / "Pulumi.staging.yaml")
     (repo / "README.md").write_text("changed, but not a stack\n")
     commit_all(repo, "change")
 
@@ -154,3 +155,110 @@ def test_render_prices_every_resource_of_the_changed_stack(repo: Path, monkeypat
     assert any("NAT" in n for n in names) and any("EKS" in n for n in names), names
     for ln in lines:  # every line is priced or says so; never a silent $0
         assert ln["usd_per_month"] is None or ln["usd_per_month"] > 0 or ln.get("quantity") == 0, ln
+
+
+# --- issue 18 item 6: a head that cannot be priced fails the gate; renames ---------------------------
+
+def test_a_head_that_cannot_be_planned_fails_the_gate_with_its_reason(repo: Path, monkeypatch: pytest.MonkeyPatch
+                                                                      ) -> None:
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 1"))
+    bad = repo / "stacks" / "Pulumi.prod.yaml"
+    bad.write_text("config:\n  llmcap:workload: {model: nope-model}\n")
+    code, md = run(repo, monkeypatch, "--base", "HEAD", "--fail-above-percent", "0", "--budget-usd-month", "1")
+    assert code == 1, md
+    assert "- ❌ **Gate failed:** stack dev cannot be priced at working tree (infeasible: " in md
+    assert "- ❌ **Gate failed:** stack prod cannot be priced at working tree (invalid: " in md
+    assert "error: stack dev cannot be priced at working tree" in md
+    # without a gate the comment still says why, and nothing fails
+    code, md = run(repo, monkeypatch, "--base", "HEAD")
+    assert code == 0 and "Gate failed" not in md and "could not be planned" in md
+
+
+def test_a_renamed_stack_file_is_a_rename(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    git(repo, "mv", "stacks/Pulumi.old.yaml", "stacks/Pulumi.staging.yaml")
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
+    assert code == 0, out
+    (s,) = json.loads(out)["stacks"]
+    assert (s["stack"], s["status"], s["renamed_from"], s["path"]) == (
+        "staging", "renamed", "stacks/Pulumi.old.yaml", "stacks/Pulumi.staging.yaml")
+    assert s["delta_usd_per_month"] == 0 and s["before"]["usd_per_month"] > 0
+    code, md = run(repo, monkeypatch, "--base", "HEAD")
+    assert "(`stacks/Pulumi.old.yaml` → `stacks/Pulumi.staging.yaml`): renamed" in md
+    # renamed and edited a little: still a rename, with the cost change
+    staging = repo / "stacks" / "Pulumi.staging.yaml"
+    staging.write_text(staging.read_text().replace("concurrent_users: 100", "concurrent_users: 150"))
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
+    (s,) = json.loads(out)["stacks"]
+    assert s["status"] == "renamed" and s["delta_usd_per_month"] > 0
+
+
+# --- issue 14 item 7: saved plans are what a diff compares ----------------------------------------------
+
+def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalog: Path | None = None) -> None:
+    import sizing.catalog
+    import sizing.checkpoint_metadata
+    from sizing.cli import app
+
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", repo.parent / "no-cache")
+    monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.checkpoint_metadata, "CACHE_DIR", repo.parent / "no-checkpoints")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(repo.parent / "no-overlay.json"))
+    for n in names:
+        extra = ["--catalog", str(catalog)] if catalog else []
+        r = CliRunner().invoke(app, ["plan", f"stacks/Pulumi.{n}.yaml", "--write", *extra], env=ENV)
+        assert r.exit_code == 0, r.output
+
+
+def test_saved_plans_are_compared_when_the_refs_have_them(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    from sizing.catalog import BUNDLED_DIR
+
+    write_plans(repo, monkeypatch, "dev", "prod")
+    commit_all(repo, "saved plans")
+    # a new plan written after a catalog refresh (prices doubled): the stack file itself is unchanged
+    cache = tmp_path / "refreshed"
+    cache.mkdir()
+    rows = (BUNDLED_DIR / "prices.csv").read_text().splitlines()
+    head, body = rows[0], rows[1:]
+    col = head.split(",").index("usd_per_hour")
+
+    def doubled(line: str) -> str:
+        cells = line.split(",")
+        cells[col] = f"{float(cells[col]) * 2:.4f}"
+        return ",".join(cells)
+
+    (cache / "prices.csv").write_text("\n".join([head, *map(doubled, body)]) + "\n")
+    write_plans(repo, monkeypatch, "dev", catalog=cache)
+    prod = repo / "stacks" / "Pulumi.prod.yaml"
+    prod.write_text(prod.read_text().replace("concurrent_users: 100", "concurrent_users: 200"))  # plan not rewritten
+    old = repo / "stacks" / "Pulumi.old.yaml"
+    old.write_text(old.read_text().replace("concurrent_users: 100", "concurrent_users: 200"))  # never had a plan
+
+    code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
+    assert code == 0, out
+    by = {s["stack"]: s for s in json.loads(out)["stacks"]}
+    dev = by["dev"]
+    assert dev["status"] == "modified" and dev["delta_usd_per_month"] > 0
+    assert dev["before"]["plan_source"] == dev["after"]["plan_source"] == "saved"
+    assert dev["after"]["plan_file"] == "stacks/Pulumi.dev.plan.json"
+    assert by["prod"]["after"]["planned"] is False and by["prod"]["after"]["plan_source"] == "saved"
+    assert by["prod"]["after"]["reason"] == ("stale saved plan: stacks/Pulumi.prod.yaml changed since its saved "
+                                             "plan: run llmcap plan stacks/Pulumi.prod.yaml --write and review the "
+                                             "diff")
+    assert by["old"]["before"]["plan_source"] == by["old"]["after"]["plan_source"] == "re-planned"
+
+    code, md = run(repo, monkeypatch, "--base", "HEAD")
+    assert "| plan | saved `stacks/Pulumi.dev.plan.json` | saved `stacks/Pulumi.dev.plan.json` |" in md
+    assert "re-planned here (no saved plan at this ref)" in md
+    code, md = run(repo, monkeypatch, "--base", "HEAD", "--budget-usd-month", "1000000000")
+    assert code == 1 and "stack prod cannot be priced at working tree (stale saved plan: " in md
+
+
+def test_an_infeasible_head_with_its_own_budget_fails_that_gate(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 1") + "  llmcap:budget_usd_month: 50000\n")
+    code, md = run(repo, monkeypatch, "--base", "HEAD", "--stacks", "stacks/Pulumi.dev.yaml")
+    assert code == 1 and "Gate failed:** stack dev cannot be priced at working tree (infeasible: " in md

@@ -103,11 +103,11 @@ def test_no_vendor_number_in_code() -> None:
 # matching prefix decides; a package's __init__ sits with its modules.
 LAYERS: list[tuple[str, list[str]]] = [
     ("base: errors, user files, the spec models", ["sizing", "sizing.errors", "sizing.user_files", "sizing.spec",
-                                                   "sizing.deployment", "sizing.humanize"]),
+                                                   "sizing.deployment", "sizing.humanize", "sizing.render_dir"]),
     ("facts and contracts: catalog, HF configs, calibration, Plan, stack files",
      ["sizing.catalog", "sizing.hf_config", "sizing.perf_calibration", "sizing.calibration_overlay",
       "sizing.platform_defaults", "sizing.plan", "sizing.stack", "sizing.architectures",
-      "sizing.checkpoint_metadata", "sizing.weights_source"]),
+      "sizing.checkpoint_metadata", "sizing.weights_source", "sizing.saved_plan"]),
     ("physics: memory, performance, demand, what binds, cold start, what a stack means",
      ["sizing.memory", "sizing.perf_step", "sizing.perf", "sizing.perf_goodput", "sizing.demand", "sizing.binding",
       "sizing.cold_start", "sizing.meaning", "sizing.checkpoint", "sizing.allocatable", "sizing.node_storage"]),

@@ -42,7 +42,9 @@ def test_mixed_405b_long_outputs_plans_in_seconds(tmp_path: Path) -> None:
                            capture_output=True, text=True, timeout=10)
     except subprocess.TimeoutExpired:
         pytest.fail("strategy mixed did not answer within 10 s")
-    assert r.returncode == 0, r.stderr
+    # the search runs to the end either way; this much traffic then needs more nodes than one cluster
+    # holds, which the plan refuses with its reason (exit 3), after the bounded search
+    assert r.returncode == 0 or (r.returncode == 3 and "one Kubernetes cluster supports at most" in r.stderr), r.stderr
     assert time.monotonic() - t0 < 10
 
 

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sizing.calibration_overlay import ENV_VAR
+from sizing.plan import SCHEMA_VERSION as PLAN_SCHEMA_VERSION
 from tests.bench_helpers import bench_app, make_results, make_run
 from tests.plan_factory import make_plan
 
@@ -44,7 +45,7 @@ CASES = [
     ("runs.1.output_tokens_per_s", 1e308, "beyond any measurement"),
     ("runs.1.ttft_ms.p95", float("-inf"), "must be a finite number"),
     ("runs.0.load", -1, "must not be negative"),
-    ("plan.schema_version", 99, "schema_version 99; this llmcap reads 1"),
+    ("plan.schema_version", 99, f"schema_version 99; this llmcap reads {PLAN_SCHEMA_VERSION}"),
     ("workload.schema_version", 99, "schema_version 99"),
     ("replicas_under_test", 0, "replicas_under_test must be positive"),
     ("demand_share", 7, "demand_share must be in (0, 1]"),

@@ -51,20 +51,27 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
 
     from infra.render import render_stack, resources_document  # heavy (pulumi): only with --render
     from sizing.catalog import load_catalog
-    from sizing.diff import attach_resources, config_from_text, files_at, repo_root
+    from sizing.diff import attach_resources, config_from_text, files_at, repo_root, saved_plans_at, saved_side
     from sizing.planner import plan_stack
     from sizing.pricing import PricingContext, load_resources, price_resources
+    from sizing.saved_plan import PinnedCatalog
     from sizing.stack import stack_from_config, stack_name
 
     cat = load_catalog(catalog)
-    texts = files_at(head, repo_root(Path.cwd()), pattern)
+    root = repo_root(Path.cwd())
+    texts = files_at(head, root, pattern)
+    plans = saved_plans_at(head, root, sorted(texts))
     wanted = {s.stack for s in d.stacks if s.after is not None and s.after.planned}
     for path, text in texts.items():
         name = stack_name(Path(path))
         if name not in wanted:
             continue
         stack = stack_from_config(name, config_from_text(text, path), path)
-        result = render_stack(stack, plan_stack(stack, cat, None, goodput_scale=None), cat)
+        if path in plans:  # the saved plan, rendered as pulumi up deploys it
+            saved = saved_side(name, text, plans[path], head or "working tree", path)[1]
+            result = render_stack(stack, saved.plan, PinnedCatalog(saved.pinned))
+        else:
+            result = render_stack(stack, plan_stack(stack, cat, None, goodput_scale=None), cat)
         with tempfile.TemporaryDirectory() as tmp:
             f = Path(tmp) / "resources.json"
             f.write_text(json.dumps(resources_document(result)))
@@ -73,11 +80,26 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
 
 
 def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month: float | None) -> None:
-    """Exit 1 (CheckFailedError) when the increase or the new total crosses a limit, or a stack's
-    monthly cost after the change is above its own llmcap:budget_usd_month."""
+    """Exit 1 (CheckFailedError) when gate_problems finds any."""
     from sizing.errors import CheckFailedError
 
+    problems = gate_problems(d, fail_above_percent, budget_usd_month)
+    if problems:
+        raise CheckFailedError(problems[0], problems)
+
+
+def gate_problems(d: CostDiff, fail_above_percent: float | None, budget_usd_month: float | None) -> list[str]:
+    """Why the gates fail: the increase or the new total crosses a limit, a stack's monthly cost
+    after the change is above its own llmcap:budget_usd_month, or a stack that cannot be planned at
+    head (invalid, infeasible, or a stale saved plan) when a gate applies to it (--fail-above-percent,
+    --budget-usd-month, or its own llmcap:budget_usd_month): its cost is unknown, so the gate fails
+    closed instead of passing it as $0."""
     problems: list[str] = []
+    gated = fail_above_percent is not None or budget_usd_month is not None
+    for sd in d.stacks:
+        if sd.after is not None and not sd.after.planned and (gated or sd.after.budget_usd_month is not None):
+            problems.append(f"stack {sd.stack} cannot be priced at {d.head} ({sd.after.reason}); the gate "
+                            "fails closed")
     if fail_above_percent is not None and d.total_delta_usd_per_month > 0:
         pct = d.total_delta_percent
         if pct is None or pct > fail_above_percent:
@@ -93,8 +115,7 @@ def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month:
                 and a.usd_per_month > a.budget_usd_month:
             problems.append(f"stack {sd.stack}: ${a.usd_per_month:,.0f}/month after the change is above its "
                             f"llmcap:budget_usd_month ${a.budget_usd_month:,.0f}")
-    if problems:
-        raise CheckFailedError(problems[0], problems)
+    return problems
 
 
 def stdout_is_terminal() -> bool:
@@ -124,7 +145,9 @@ def diff(
     catalog: Path | None = typer.Option(None, "--catalog", help="catalog directory (llmcap catalog refresh)"),
 ) -> None:
     """Cost diff of the stacks between two git refs (or two saved plans): GPUs, $/hour, $/month with
-    ranges, $/1M tokens, SLOs and the hosted-API comparison, as a PR comment, JSON or a table."""
+    ranges, $/1M tokens, SLOs and the hosted-API comparison, as a PR comment, JSON or a table.
+    Each side is the ref's saved plan (stacks/Pulumi.<env>.plan.json) where it has one, else planned
+    here with the bundled calibration; the output says which."""
     from sizing.diff import default_planner, diff_plans, diff_refs
     from sizing.errors import SpecError
     from sizing.plan import load_plan_file
@@ -133,7 +156,8 @@ def diff(
     if from_plan or to_plan:
         if base or head:
             raise SpecError("use either --base/--head (git) or --from/--to (saved plans), not both")
-        d = diff_plans(load_plan_file(from_plan) if from_plan else None, load_plan_file(to_plan) if to_plan else None,
+        d = diff_plans(load_plan_file(from_plan) if from_plan else None,
+                       load_plan_file(to_plan) if to_plan else None,
                        from_plan.name if from_plan else "nothing", to_plan.name if to_plan else "nothing")
     elif base:
         d = diff_refs(base, head, stacks, planner=default_planner(catalog))
@@ -147,13 +171,18 @@ def diff(
         _attach_previews(d, preview_json, catalog)
     if fmt is None:
         fmt = Format.table if stdout_is_terminal() else Format.markdown
+    problems = gate_problems(d, fail_above_percent, budget_usd_month)
     if fmt == Format.table:
         render = None
         diff_views.render_table(d, console())
     else:
-        render = diff_views.render_json(d) if fmt == Format.json else diff_views.render_markdown(d)
+        render = diff_views.render_json(d) if fmt == Format.json else diff_views.render_markdown(d, gate=problems)
         typer.echo(render, nl=not render.endswith("\n"))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render if render is not None else diff_views.render_markdown(d), encoding="utf-8")
-    check_gates(d, fail_above_percent, budget_usd_month)
+        out.write_text(render if render is not None else diff_views.render_markdown(d, gate=problems),
+                       encoding="utf-8")
+    if problems:
+        from sizing.errors import CheckFailedError
+
+        raise CheckFailedError(problems[0], problems)

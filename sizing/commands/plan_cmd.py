@@ -31,6 +31,22 @@ def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | No
     return p
 
 
+def _write_saved(stack_file: Path, p: Plan, catalog: Path | None) -> None:
+    """Save the plan beside its stack file, with the fingerprint of the stack's spec."""
+    from sizing.catalog import load_catalog
+    from sizing.saved_plan import make_saved_plan, saved_plan_path, write_saved_plan
+    from sizing.stack import load_stack
+
+    path = saved_plan_path(stack_file)
+    saved = make_saved_plan(stack_file, load_stack(stack_file), p, load_catalog(catalog))
+    write_saved_plan(saved, path)
+    cat = {f.source for f in saved.generation.catalog} - {"bundled"}
+    src = "bundled catalog" if not cat else f"catalog from {', '.join(sorted(cat))}"
+    if saved.generation.overlay is not None:
+        src += f" and the calibration overlay {saved.generation.overlay.source}"
+    typer.echo(f"wrote {path} ({src}); review it with git diff: pulumi up deploys this plan", err=True)
+
+
 def infeasible_document(stack_file: Path, e: Any) -> dict[str, Any]:
     """What `plan --format json` prints when nothing is feasible (exit 3): the causes, every rejected
     candidate, and the suggestions, each re-planned and priced."""
@@ -49,10 +65,15 @@ def plan(
     out: Path | None = typer.Option(None, "--out", help="also write the Plan JSON here"),
     catalog: Path | None = typer.Option(None, "--catalog", help="catalog directory (llmcap catalog refresh)"),
     preflight: bool = typer.Option(False, "--preflight", help="check AWS quotas and offerings (warnings only)"),
+    write: bool = typer.Option(False, "--write", help="save the plan beside the stack file "
+                               "(stacks/Pulumi.<env>.plan.json): the plan `pulumi up` and `llmcap render` deploy"),
 ) -> None:
     """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
-    from sizing.errors import NoFeasiblePlanError
+    from sizing.errors import NoFeasiblePlanError, SpecError
 
+    if write and (sets or strategy):
+        raise SpecError(f"--write saves the plan of {stack_file} as written: put the --set/--strategy change "
+                        "into the stack file instead")
     try:
         p = plan_for(stack_file, sets, strategy, catalog)
     except NoFeasiblePlanError as e:
@@ -62,6 +83,8 @@ def plan(
         for line in e.problems:  # stderr: the same causes in one line each, as without --format json
             typer.echo(f"error: {line}", err=True)
         raise typer.Exit(e.exit_code) from None
+    if write:
+        _write_saved(stack_file, p, catalog)
     if preflight:
         from sizing.commands.aws_cmds import preflight_warnings
 
