@@ -17,7 +17,7 @@ from sizing.cli import app
 from sizing.errors import NoFeasiblePlanError
 from sizing.memory import memory_fit
 from sizing.perf import ReplicaConfig, WorkloadShape, goodput
-from sizing.plan import Plan
+from sizing.plan import SCHEMA_VERSION, Plan
 from sizing.planner import plan_stack
 from sizing.stack import Stack, load_stack
 
@@ -98,7 +98,7 @@ def test_plan_cli_json_fields() -> None:
     r = runner.invoke(app, ["plan", str(ROOT / "stacks" / "Pulumi.dev.yaml"), "--format", "json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
-    assert d["schema_version"] == 1
+    assert d["schema_version"] == SCHEMA_VERSION == 2
     for k in ("instance_type", "gpu", "gpus_per_instance", "tensor_parallel", "pipeline_parallel", "replicas",
               "replicas_per_instance", "instances_min", "instances_desired", "instances_max", "vllm"):
         assert k in d["pools"][0]
