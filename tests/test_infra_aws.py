@@ -72,7 +72,9 @@ def test_imdsv2_required_on_every_launch_template_and_every_node_group_uses_one(
     for lt in lts:
         md = lt.inputs.get("metadataOptions", {})
         assert md.get("httpTokens") == "required", lt.name
-        assert md.get("httpPutResponseHopLimit") == 2, lt.name
+        # hop limit 1: a pod (one network hop beyond the node) cannot reach IMDS and the node role;
+        # pods get AWS credentials from EKS Pod Identity instead
+        assert md.get("httpPutResponseHopLimit") == 1, lt.name
         for bdm in lt.inputs["blockDeviceMappings"]:
             assert bdm["ebs"]["encrypted"] == "true", lt.name
     lt_ids = {lt.id for lt in lts}
