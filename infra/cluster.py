@@ -33,6 +33,7 @@ CLUSTER_ADMIN_ACCESS_POLICY = "AmazonEKSClusterAdminPolicy"
 # Deployment and goes in after the system nodes so the add-on can become ACTIVE
 ADDONS_BEFORE_NODES = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy")
 ADDONS_AFTER_NODES = ("coredns",)
+VPC_CNI_SERVICE_ACCOUNT = "aws-node"  # the vpc-cni add-on's DaemonSet, in kube-system
 LBC_POLICY_FILE = Path(__file__).parent / "data" / "aws_load_balancer_controller_policy.json"
 
 
@@ -149,7 +150,9 @@ class EksCluster(pulumi.ComponentResource):
                                "nodeRoleArn": self.node_role.arn, "kubeconfig": self.kubeconfig})
 
     def _load_balancer_controller(self, name: str, tags: dict[str, str]) -> aws.iam.Role:
-        role = aws.iam.Role(f"{name}-lb-controller", assume_role_policy=pod_identity_trust_policy(),
+        role = aws.iam.Role(f"{name}-lb-controller", assume_role_policy=pod_identity_trust_policy(
+                                self.cluster.arn, LOAD_BALANCER_CONTROLLER_NAMESPACE,
+                                LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT),
                             description="AWS Load Balancer Controller through EKS Pod Identity", tags=tags,
                             opts=pulumi.ResourceOptions(parent=self))
         aws.iam.RolePolicy(f"{name}-lb-controller", role=role.id, policy=load_balancer_controller_policy(),
@@ -161,14 +164,16 @@ class EksCluster(pulumi.ComponentResource):
         return role
 
     def _addons_before_nodes(self, name: str, tags: dict[str, str]) -> list[aws.eks.Addon]:
-        cni_role = role_with_managed_policies(f"{name}-vpc-cni", pod_identity_trust_policy(), CNI_POLICIES,
+        cni_role = role_with_managed_policies(f"{name}-vpc-cni", pod_identity_trust_policy(
+            self.cluster.arn, "kube-system", VPC_CNI_SERVICE_ACCOUNT), CNI_POLICIES,
                                               tags, self, "VPC CNI (aws-node) through EKS Pod Identity")
         agent = aws.eks.Addon(f"{name}-eks-pod-identity-agent", cluster_name=self.name,
                               addon_name="eks-pod-identity-agent", resolve_conflicts_on_create="OVERWRITE",
                               resolve_conflicts_on_update="PRESERVE", tags=tags,
                               opts=pulumi.ResourceOptions(parent=self))
         cni = aws.eks.Addon(f"{name}-vpc-cni", cluster_name=self.name, addon_name="vpc-cni",
-                            pod_identity_associations=[{"role_arn": cni_role.arn, "service_account": "aws-node"}],
+                            pod_identity_associations=[{"role_arn": cni_role.arn,
+                                                        "service_account": VPC_CNI_SERVICE_ACCOUNT}],
                             resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="PRESERVE",
                             tags=tags, opts=pulumi.ResourceOptions(parent=self, depends_on=[agent]))
         proxy = aws.eks.Addon(f"{name}-kube-proxy", cluster_name=self.name, addon_name="kube-proxy",

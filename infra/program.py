@@ -101,14 +101,15 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
 
     prefix = weights_prefix(plan.model)
     store = WeightsStore(name, WeightsStoreArgs(
-        cluster_name=cluster.name, namespace=NAMESPACE, prefix=prefix, platform=platform,
+        cluster_name=cluster.name, cluster_arn=cluster.cluster.arn, namespace=NAMESPACE, prefix=prefix, platform=platform,
         access=[PodAccess(SERVING_SERVICE_ACCOUNT, READ_ACTIONS, "vLLM pods: read the model's weights"),
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
 
     # the AWS Load Balancer Controller (the router's NLB) and the Cluster Autoscaler (GPU nodes follow
     # KEDA's replicas), on the system nodes
-    autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, tags, parent=cluster)
+    autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, cluster.cluster.arn, tags,
+                                                      parent=cluster)
     addons = ClusterAddons(name, ClusterAddonsArgs(
         cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region,
         after=[cluster.system_node_group, *cluster.addons, cluster.load_balancer_controller_pod_identity,

@@ -431,3 +431,29 @@ def test_render_survives_a_closed_event_loop() -> None:
     asyncio.set_event_loop(None)
     result = h.render(factory_stack(), make_plan(stack="t"))
     assert result.of_type(h.NODE_GROUP)
+
+
+def test_every_pod_identity_role_trusts_only_its_account_cluster_and_service_account(bundled: RenderResult) -> None:
+    """Confused-deputy conditions (issue 18 item 13): aws:SourceAccount, and the session tags EKS Pod
+    Identity sets (eks-cluster-arn, kubernetes-namespace, kubernetes-service-account) pinned to the one
+    association that uses the role."""
+    from infra.render import MOCK_ACCOUNT
+
+    cluster_arn = bundled.of_type(h.CLUSTER)[0].outputs["arn"]
+    assocs = {a.inputs["roleArn"]: a for a in bundled.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")}
+    addon_assocs = {p["roleArn"]: ("kube-system", p["serviceAccount"])
+                    for a in bundled.of_type("aws:eks/addon:Addon") for p in a.inputs.get("podIdentityAssociations") or []}
+    pod_roles = [r for r in bundled.of_type("aws:iam/role:Role")
+                 if "pods.eks.amazonaws.com" in json.dumps(h.policy(r.inputs["assumeRolePolicy"]))]
+    assert len(pod_roles) >= 5, [r.name for r in pod_roles]  # vpc-cni, LB controller, autoscaler, vllm, loader
+    for role in pod_roles:
+        arn = role.outputs["arn"]
+        if arn in assocs:
+            ns, sa = assocs[arn].inputs["namespace"], assocs[arn].inputs["serviceAccount"]
+        else:
+            assert arn in addon_assocs, f"{role.name}: no pod identity association uses it"
+            ns, sa = addon_assocs[arn]
+        (stmt,) = h.policy(role.inputs["assumeRolePolicy"])["Statement"]
+        assert stmt["Condition"]["StringEquals"] == {
+            "aws:SourceAccount": MOCK_ACCOUNT, "aws:RequestTag/eks-cluster-arn": cluster_arn,
+            "aws:RequestTag/kubernetes-namespace": ns, "aws:RequestTag/kubernetes-service-account": sa}, role.name
