@@ -38,7 +38,14 @@ class DeploymentOptions(BaseModel):
         description="NAT gateways in the VPC llmcap creates; default nat_gateways in sizing/data/platform.csv")
     cluster_endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the EKS API publicly; empty = private API endpoint only")
+        description="CIDRs allowed to reach the EKS API publicly (the address `pulumi up` runs from, e.g. "
+                    "your egress /32 or your CI's range); the private endpoint stays on for the nodes")
+    cluster_endpoint_private_only: bool = Field(
+        default=False,
+        description="no public EKS API: Pulumi runs where the private endpoint is reachable (inside the VPC "
+                    "you bring with vpc_id, over VPN, Direct Connect or peering)")
+    cluster_endpoint_allow_open: bool = Field(
+        default=False, description="allow 0.0.0.0/0 in cluster_endpoint_public_access_cidrs (on purpose)")
     kubernetes_version: str | None = Field(
         default=None, pattern=r"^1\.\d{2}$",
         description="EKS Kubernetes version; default the pinned version in infra/data/platform.yaml")
@@ -82,6 +89,13 @@ class DeploymentOptions(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> DeploymentOptions:
+        open_cidrs = [c for c in self.cluster_endpoint_public_access_cidrs if ipaddress.ip_network(c).prefixlen == 0]
+        if open_cidrs and not self.cluster_endpoint_allow_open:
+            raise ValueError(f"cluster_endpoint_public_access_cidrs: {open_cidrs[0]} opens the EKS API to the whole "
+                             "internet; list the address Pulumi runs from, or set cluster_endpoint_allow_open: true")
+        if self.cluster_endpoint_private_only and self.cluster_endpoint_public_access_cidrs:
+            raise ValueError("cluster_endpoint_private_only: true contradicts cluster_endpoint_public_access_cidrs; "
+                             "keep one of them")
         if self.public_endpoint and not self.tls_certificate_arn:
             raise ValueError("public_endpoint: true needs tls_certificate_arn (an ACM certificate ARN)")
         if self.public_endpoint and not self.endpoint_allowed_cidrs:
