@@ -172,6 +172,9 @@ class EksCluster(pulumi.ComponentResource):
                               resolve_conflicts_on_update="PRESERVE", tags=tags,
                               opts=pulumi.ResourceOptions(parent=self))
         cni = aws.eks.Addon(f"{name}-vpc-cni", cluster_name=self.name, addon_name="vpc-cni",
+                            # the VPC CNI's network policy agent enforces the NetworkPolicies (infra/netpol.py);
+                            # off by default (EKS user guide, cni-network-policy-configure.html)
+                            configuration_values=json.dumps({"enableNetworkPolicy": "true"}),
                             pod_identity_associations=[{"role_arn": cni_role.arn,
                                                         "service_account": VPC_CNI_SERVICE_ACCOUNT}],
                             resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="PRESERVE",

@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import autoscaling, observability, router, serving, settings, weights
+from infra import autoscaling, netpol, observability, router, serving, settings, weights
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY, meta
 from infra.names import COMPONENT_PREFIX, GPU_TAINT_KEY, ROLE_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
 from infra.platform import load_platform
@@ -51,6 +51,7 @@ def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomRe
         "Namespace": k8s.core.v1.Namespace, "Service": k8s.core.v1.Service,
         "Deployment": k8s.apps.v1.Deployment, "Job": k8s.batch.v1.Job,
         "PodDisruptionBudget": k8s.policy.v1.PodDisruptionBudget,
+        "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     }
     if kind in simple:
         return simple[kind](name, metadata=md, spec=obj.get("spec"), opts=opts)  # type: ignore[no-any-return]
@@ -108,6 +109,10 @@ class KubernetesApp(pulumi.ComponentResource):
         addons = self._addons(plan, child)
         ns_res = create(namespace_object(ns), child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns_res])
+        # default deny, then only the paths the stack needs (before any pod starts)
+        d = args.stack.deployment
+        for pol in netpol.network_policies(plan, ns, None if d.vpc_id else d.vpc_cidr):
+            create(pol, in_ns)
         accounts = [create(service_account_object(sa, ns), in_ns)
                     for sa in (args.service_account_name, WEIGHTS_LOADER_SERVICE_ACCOUNT)]
         secrets = [create(secret_object(API_KEY_SECRET, ns, API_KEY_SECRET_KEY,
