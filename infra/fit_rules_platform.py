@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from infra.fit import FitContext, FitProblem, fit_rule
+from infra import settings
 from infra.settings import DATA_DIR
 
 CIDR_COMMAND = ("pulumi config set --path 'llmcap:deployment.cluster_endpoint_public_access_cidrs[0]' "
@@ -53,3 +54,25 @@ def endpoint_unreachable(ctx: FitContext) -> Iterator[FitProblem]:
                          f"objects; allow your address with `{CIDR_COMMAND}`, or set "
                          "cluster_endpoint_private_only: true when Pulumi runs inside the VPC you bring (vpc_id)",
                          src)
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+@fit_rule("version-unsupported")
+def version_unsupported(ctx: FitContext) -> Iterator[FitProblem]:
+    """Every pinned component supports the cluster's Kubernetes minor (infra/data/versions.yaml
+    `compatibility`); the Cluster Autoscaler's minor must equal it."""
+    from infra.platform import load_platform
+
+    k8s = load_platform(ctx.stack.deployment).kubernetes_version
+    for key, row in settings.compatibility().items():
+        low, high = row.kubernetes_min, row.kubernetes_max
+        if _minor(k8s) < _minor(low) or (high is not None and _minor(k8s) > _minor(high)):
+            span = f"{low}-{high}" if high else f">= {low}"
+            yield FitProblem("version-unsupported", key,
+                             f"{key} {row.version} supports Kubernetes {span}, the cluster is {k8s}; pin a "
+                             f"{key} version for {k8s} in infra/data/versions.yaml or change "
+                             "llmcap:deployment.kubernetes_version", row.source)

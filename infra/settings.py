@@ -51,6 +51,32 @@ def chart(key: str) -> Chart:
                  version=str(v["version"]), namespace=str(v["namespace"]))
 
 
+def chart_app_version(key: str) -> str:
+    """The application version a chart installs (its appVersion), where the versions file records it."""
+    return str(_load("versions.yaml")["charts"][key]["app_version"])
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    """One row of the compatibility table: a component version and the Kubernetes minors it supports."""
+
+    version: str
+    kubernetes_min: str
+    kubernetes_max: str | None  # None: the source states only a minimum
+    rule: str
+    source: str
+    as_of: str
+
+
+def compatibility() -> dict[str, Compatibility]:
+    """infra/data/versions.yaml `compatibility`: component key -> its row."""
+    rows = _load("versions.yaml")["compatibility"]
+    return {k: Compatibility(version=str(v["version"]), kubernetes_min=str(v["kubernetes_min"]),
+                             kubernetes_max=None if v["kubernetes_max"] is None else str(v["kubernetes_max"]),
+                             rule=str(v["rule"]), source=str(v["source"]), as_of=str(v["as_of"]))
+            for k, v in rows.items()}
+
+
 def serving() -> dict[str, Any]:
     """infra/data/serving.yaml as a mapping (policy constants with their reasons)."""
     return _load("serving.yaml")
