@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from infra.fit import FitContext, FitProblem, fit_rule
 from infra import settings
+from infra.fit import FitContext, FitProblem, fit_row, fit_rule
 from infra.settings import DATA_DIR
 
 CIDR_COMMAND = ("pulumi config set --path 'llmcap:deployment.cluster_endpoint_public_access_cidrs[0]' "
@@ -76,3 +76,38 @@ def version_unsupported(ctx: FitContext) -> Iterator[FitProblem]:
                              f"{key} {row.version} supports Kubernetes {span}, the cluster is {k8s}; pin a "
                              f"{key} version for {k8s} in infra/data/versions.yaml or change "
                              "llmcap:deployment.kubernetes_version", row.source)
+
+
+MUTABLE_TAGS = ("latest", "main", "nightly", "")
+
+
+@fit_rule("image-source")
+def image_source(ctx: FitContext) -> Iterator[FitProblem]:
+    """Every image through the cache or the user's registry, and pinned. Whether the Docker Hub credential
+    exists is a fact of the user's account, so the missing-credential case needs the real run."""
+    from infra.registry import CLUSTER_IMAGES
+
+    d = ctx.stack.deployment
+    src = _source("image_source")
+    for key in CLUSTER_IMAGES:
+        img = settings.image(key)
+        if img.tag in MUTABLE_TAGS and not img.digest:
+            yield FitProblem("image-source", key, f"{img.image}:{img.tag or '(no tag)'} is not pinned; pin a "
+                             "release tag or a digest in infra/data/versions.yaml", src)
+    hub = sorted(settings.image(k).image for k in CLUSTER_IMAGES if settings.image(k).registry == "docker.io")
+    if ctx.extra.get("deploying") and hub and not (d.image_registry or d.docker_hub_credential_arn):
+        limit = settings.registries()["docker_hub_anonymous_pulls_per_hour"]
+        yield FitProblem("image-source", "llmcap:deployment",
+                         f"{', '.join(hub)} come from Docker Hub ({limit} anonymous pulls per hour per IP); store a "
+                         "Docker Hub access token in Secrets Manager as ecr-pullthroughcache/docker-hub and set "
+                         "docker_hub_credential_arn to its ARN, or name your mirror in image_registry", src)
+
+
+@fit_row
+def image_pins(ctx: FitContext) -> dict[str, dict[str, object]]:
+    """Fit-table column: the images pinned by tag only (no verified digest)."""
+    from infra.registry import CLUSTER_IMAGES
+
+    unverified = [k for k in CLUSTER_IMAGES if settings.image_digest_status(k)]
+    note = f"tag only, digest unverified: {', '.join(unverified)}" if unverified else "by digest"
+    return {pool.name: {"image pins": note} for pool in ctx.plan.pools}

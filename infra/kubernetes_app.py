@@ -21,6 +21,7 @@ from infra import autoscaling, netpol, observability, router, serving, settings,
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY, meta
 from infra.names import COMPONENT_PREFIX, GPU_TAINT_KEY, ROLE_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
 from infra.platform import load_platform
+from infra.registry import ImageRefs
 from sizing.plan import Plan
 from sizing.stack import Stack
 
@@ -38,6 +39,9 @@ class KubernetesAppArgs:
     # the AWS Load Balancer Controller's release (infra/addons.py): the router Service waits for it, since
     # the controller provisions its NLB (`loadBalancerClass: service.k8s.aws/nlb`)
     load_balancer_controller: pulumi.Resource | None = None
+    # the registry host images are pulled from (infra/registry.py: the account's pull-through cache or the
+    # user's registry); None pulls from the upstream registries (tests of this component only)
+    registry_host: pulumi.Input[str] | None = None
 
 
 def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -122,22 +126,26 @@ class KubernetesApp(pulumi.ComponentResource):
                                                 pulumi.Output.secret(args.hf_token)), in_ns))
 
         bucket = pulumi.Output.from_input(args.weights_bucket)
+        images = (pulumi.Output.from_input(args.registry_host).apply(ImageRefs.through)
+                  if args.registry_host is not None else pulumi.Output.from_input(ImageRefs.upstream()))
         first = plan.pools[0]
-        job_spec = bucket.apply(lambda b: weights.copy_job(
-            ns, plan.model, weights.WeightsLocation(b, args.weights_prefix), args.stack.region, first, platform,
-            with_hf_token=args.hf_token is not None)["spec"])
+        job_spec = pulumi.Output.all(bucket, images).apply(lambda a: weights.copy_job(
+            ns, plan.model, weights.WeightsLocation(a[0], args.weights_prefix), args.stack.region, first, platform,
+            with_hf_token=args.hf_token is not None, images=a[1])["spec"])
         # Pulumi waits for the Job to complete before the serving pods that read its output
         job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
                                           custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
         job = k8s.batch.v1.Job(f"job-{weights.JOB_NAME}", metadata=meta(weights.JOB_NAME, ns), spec=job_spec,
                                opts=job_opts)
         for pool in plan.pools:
-            self._pool(args, pool, bucket, platform, job, addons, in_ns)
+            self._pool(args, pool, bucket, images, platform, job, addons, in_ns)
 
         create(router.service_account(ns), in_ns)
         create(router.role(ns), in_ns)
         create(router.role_binding(ns), in_ns)
-        create(router.deployment(ns), pulumi.ResourceOptions(parent=self, depends_on=[ns_res, *secrets]))
+        router_obj = router.deployment(ns)
+        router_obj["spec"] = images.apply(lambda i: router.deployment(ns, i.router)["spec"])
+        create(router_obj, pulumi.ResourceOptions(parent=self, depends_on=[ns_res, *secrets]))
         create(router.disruption_budget(ns), in_ns)
         lbc = [args.load_balancer_controller] if args.load_balancer_controller is not None else []
         svc = create(router.service(ns, args.stack.deployment),
@@ -179,18 +187,19 @@ class KubernetesApp(pulumi.ComponentResource):
             out["lws"] = release("leaderworkerset", {})
         return out
 
-    def _pool(self, args: KubernetesAppArgs, pool: Any, bucket: pulumi.Output[str], platform: Any,
+    def _pool(self, args: KubernetesAppArgs, pool: Any, bucket: pulumi.Output[str],
+              images: pulumi.Output[ImageRefs], platform: Any,
               job: pulumi.Resource, addons: dict[str, pulumi.Resource], in_ns: pulumi.ResourceOptions) -> None:
         ns = args.namespace
 
-        def build(b: str) -> dict[str, Any]:
+        def build(b: str, refs: ImageRefs) -> dict[str, Any]:
             ctx = serving.ServingContext(ns, args.service_account_name, args.stack.region,
                                          weights.WeightsLocation(b, args.weights_prefix), platform,
-                                         args.stack.deployment.model_cache_on_instance_store)
+                                         args.stack.deployment.model_cache_on_instance_store, images=refs)
             return serving.workload(pool, ctx)
 
-        shape = build("bucket")  # kind and metadata do not depend on the bucket name
-        spec = bucket.apply(lambda b: build(b)["spec"])
+        shape = build("bucket", ImageRefs.upstream())  # kind and metadata depend on neither
+        spec = pulumi.Output.all(bucket, images).apply(lambda a: build(a[0], a[1])["spec"])
         deps: list[pulumi.Resource] = [job, addons["device"]] + ([addons["lws"]] if "lws" in addons else [])
         wait = _minutes(serving.startup_budget_s(pool) + 600)
         opts = pulumi.ResourceOptions(parent=self, depends_on=deps, ignore_changes=["spec.replicas"],

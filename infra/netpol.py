@@ -66,7 +66,8 @@ def network_policies(plan: Plan, namespace: str, vpc_cidr: str | None) -> list[d
     dns = {"to": [{"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: np["dns_namespace"]}},
                    "podSelector": {"matchLabels": dict(np["dns_pod_labels"])}}],
            "ports": [{"protocol": "UDP", "port": int(np["dns_port"])}, _tcp(int(np["dns_port"]))]}
-    credentials = {"to": _blocks(list(np["pod_identity_agent_cidrs"])), "ports": [_tcp(int(np["pod_identity_agent_port"]))]}
+    credentials = {"to": _blocks(list(np["pod_identity_agent_cidrs"])),
+                   "ports": [_tcp(int(np["pod_identity_agent_port"]))]}
     out_https = {"to": _blocks(ANYWHERE), "ports": [_tcp(https)]}
     api = {"to": _blocks([vpc_cidr] if vpc_cidr else list(ANYWHERE)), "ports": [_tcp(https)]}
     serving = {APP_LABEL: "vllm", COMPONENT_LABEL: "serving", PART_OF_LABEL: "llmcap"}

@@ -10,10 +10,11 @@ from typing import Any
 
 import pulumi
 
-from infra import exports
-from infra.addons import ClusterAddons, ClusterAddonsArgs
+from infra import exports, settings
+from infra.addons import CLUSTER_AUTOSCALER_CHART, LOAD_BALANCER_CONTROLLER_CHART, ClusterAddons, ClusterAddonsArgs
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
+from infra.ecr import PullThroughCache, PullThroughCacheArgs
 from infra.names import (
     NAMESPACE,
     SERVING_SERVICE_ACCOUNT,
@@ -23,6 +24,7 @@ from infra.names import (
 from infra.network import Network, NetworkArgs, choose_az_ids
 from infra.nodegroups import GpuNodeGroups, GpuNodeGroupsArgs
 from infra.platform import load_platform
+from infra.registry import upstreams_needed
 from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
 from sizing.catalog import Catalog
 from sizing.plan import Plan
@@ -101,17 +103,25 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
 
     prefix = weights_prefix(plan.model)
     store = WeightsStore(name, WeightsStoreArgs(
-        cluster_name=cluster.name, cluster_arn=cluster.cluster.arn, namespace=NAMESPACE, prefix=prefix, platform=platform,
+        cluster_name=cluster.name, cluster_arn=cluster.cluster.arn, namespace=NAMESPACE, prefix=prefix,
+        platform=platform,
         access=[PodAccess(SERVING_SERVICE_ACCOUNT, READ_ACTIONS, "vLLM pods: read the model's weights"),
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
+
+    # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
+    chart_upstreams = [img[0] for key in (LOAD_BALANCER_CONTROLLER_CHART, CLUSTER_AUTOSCALER_CHART)
+                       if (img := settings.chart_image(key))]
+    cache = PullThroughCache(name, PullThroughCacheArgs(
+        region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
+        node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))
 
     # the AWS Load Balancer Controller (the router's NLB) and the Cluster Autoscaler (GPU nodes follow
     # KEDA's replicas), on the system nodes
     autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, cluster.cluster.arn, tags,
                                                       parent=cluster)
     addons = ClusterAddons(name, ClusterAddonsArgs(
-        cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region,
+        cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region, registry_host=cache.registry_host,
         after=[cluster.system_node_group, *cluster.addons, cluster.load_balancer_controller_pod_identity,
                autoscaler_identity.association]),
         opts=pulumi.ResourceOptions(provider=cluster.provider))
@@ -121,7 +131,8 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         app = KubernetesApp(name, KubernetesAppArgs(
             plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefix=prefix,
             service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
-            api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller),
+            api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
+            registry_host=cache.registry_host),
             opts=pulumi.ResourceOptions(provider=cluster.provider,
                                         depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
                                                     *cluster.addons, store]))

@@ -56,12 +56,13 @@ def router_args(namespace: str) -> list[str]:
             "--engine-stats-interval", "15", "--request-stats-window", "60"]
 
 
-def deployment(namespace: str) -> dict[str, Any]:
+def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
+    """`image`: the reference nodes pull (the pull-through cache's, infra/registry.py)."""
     r = settings.serving()["router"]
     get = {"path": "/health", "port": "http"}
     container = {
         "name": "router",
-        "image": settings.image("router").ref,
+        "image": image or settings.image("router").ref,
         "args": router_args(namespace),
         # clients send their own `Authorization: Bearer` key, which the router passes through to vLLM;
         # the router's own key lets it list models on the engines it discovers

@@ -14,6 +14,11 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# Secrets Manager secret for an ECR pull-through cache rule: the name "begins with ecr-pullthroughcache/"
+# (ECR CreatePullThroughCacheRule credentialArn pattern, docs.aws.amazon.com/AmazonECR/latest/APIReference)
+_PTC_SECRET_ARN = re.compile(
+    r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+$")
+_REGISTRY = re.compile(r"^[a-z0-9.-]+(:\d+)?(/[a-z0-9._-]+)*$")
 _ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 
 
@@ -61,6 +66,15 @@ class DeploymentOptions(BaseModel):
                                   "where the instance type has one")
     weights_bucket_force_destroy: bool = Field(
         default=False, description="let `pulumi destroy` delete the weights bucket while it holds objects")
+    docker_hub_credential_arn: str | None = Field(
+        default=None,
+        description="Secrets Manager secret (name ecr-pullthroughcache/...) with a Docker Hub username and "
+                    "access token, for the ECR pull-through cache rule that serves the vLLM and router images")
+    image_registry: str | None = Field(
+        default=None,
+        description="a registry you run that mirrors the upstreams as <registry>/<prefix>/<path> (prefixes "
+                    "docker-hub, ecr-public, k8s, quay, as ECR pull-through caches name them); llmcap then "
+                    "creates no cache rules")
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
     tls_certificate_arn: str | None = Field(default=None, description="ACM certificate for the public endpoint")
     endpoint_allowed_cidrs: list[str] = Field(default_factory=list,
@@ -78,6 +92,22 @@ class DeploymentOptions(BaseModel):
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
         return [_cidr(c) for c in v]
+
+    @field_validator("docker_hub_credential_arn")
+    @classmethod
+    def _ptc_secret(cls, v: str | None) -> str | None:
+        if v is not None and not _PTC_SECRET_ARN.match(v):
+            raise ValueError(f"{v!r} is not a Secrets Manager secret ARN whose name starts with ecr-pullthroughcache/ "
+                             "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:ecr-pullthroughcache/NAME)")
+        return v
+
+    @field_validator("image_registry")
+    @classmethod
+    def _registry(cls, v: str | None) -> str | None:
+        if v is not None and not _REGISTRY.match(v.rstrip("/")):
+            raise ValueError(f"{v!r} is not a registry host with an optional path (e.g. "
+                             "123456789012.dkr.ecr.us-east-1.amazonaws.com/mirror), without a scheme")
+        return v
 
     @field_validator("admin_principal_arns")
     @classmethod

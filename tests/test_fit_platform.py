@@ -80,3 +80,33 @@ def test_cluster_keeps_private_access_and_opens_public_access_only_to_the_given_
     vpc = h.one(result, h.CLUSTER, "llmcap-t-eks").inputs["vpcConfig"]
     assert vpc["endpointPrivateAccess"] is True  # nodes reach the API inside the VPC
     assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["198.51.100.7/32"]
+
+
+# --- item 9: image sources ------------------------------------------------------------------------------
+
+def test_docker_hub_images_without_a_credential_or_registry_are_refused_at_deploy_time() -> None:
+    from infra.fit_rules_platform import image_source
+
+    (p,) = image_source(ctx())
+    assert p.rule == "image-source" and "vllm/vllm-openai" in p.message and "docker_hub_credential_arn" in p.message
+    arn = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+    assert list(image_source(ctx({"docker_hub_credential_arn": arn}))) == []
+    assert list(image_source(ctx({"image_registry": "registry.example.com/mirror"}))) == []
+    assert list(image_source(ctx(deploying=False))) == []
+
+
+def test_an_unpinned_image_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from infra import settings
+    from infra.fit_rules_platform import image_source
+
+    real = settings.image
+    monkeypatch.setattr(settings, "image", lambda k: settings.Image("lmcache/lmstack-router", "latest")
+                        if k == "router" else real(k))
+    problems = [p for p in image_source(ctx(deploying=False)) if p.subject == "router"]
+    assert problems and "not pinned" in problems[0].message
+
+
+def test_the_fit_table_reports_images_without_a_verified_digest() -> None:
+    report = check_deployable(ctx(deploying=False))
+    for row in report.rows:
+        assert "digest unverified" in str(row["image pins"]) and "router" in str(row["image pins"])

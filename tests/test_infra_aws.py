@@ -440,9 +440,11 @@ def test_every_pod_identity_role_trusts_only_its_account_cluster_and_service_acc
     from infra.render import MOCK_ACCOUNT
 
     cluster_arn = bundled.of_type(h.CLUSTER)[0].outputs["arn"]
-    assocs = {a.inputs["roleArn"]: a for a in bundled.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")}
+    assocs = {a.inputs["roleArn"]: a
+              for a in bundled.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")}
     addon_assocs = {p["roleArn"]: ("kube-system", p["serviceAccount"])
-                    for a in bundled.of_type("aws:eks/addon:Addon") for p in a.inputs.get("podIdentityAssociations") or []}
+                    for a in bundled.of_type("aws:eks/addon:Addon")
+                    for p in a.inputs.get("podIdentityAssociations") or []}
     pod_roles = [r for r in bundled.of_type("aws:iam/role:Role")
                  if "pods.eks.amazonaws.com" in json.dumps(h.policy(r.inputs["assumeRolePolicy"]))]
     assert len(pod_roles) >= 5, [r.name for r in pod_roles]  # vpc-cni, LB controller, autoscaler, vllm, loader
@@ -457,3 +459,79 @@ def test_every_pod_identity_role_trusts_only_its_account_cluster_and_service_acc
         assert stmt["Condition"]["StringEquals"] == {
             "aws:SourceAccount": MOCK_ACCOUNT, "aws:RequestTag/eks-cluster-arn": cluster_arn,
             "aws:RequestTag/kubernetes-namespace": ns, "aws:RequestTag/kubernetes-service-account": sa}, role.name
+
+
+# --- images (issue 14 item 9) ----------------------------------------------------------------------
+
+PTC_RULE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+
+
+def _container_images(result: RenderResult) -> list[tuple[str, str]]:
+    from infra.manifests import kubernetes_objects
+
+    out = []
+    for obj in kubernetes_objects(resources_document(result)):
+        spec = obj.get("spec") or {}
+        pods = [spec.get("template", {}).get("spec")] if "template" in spec else []
+        if "leaderWorkerTemplate" in spec:
+            t = spec["leaderWorkerTemplate"]
+            pods = [t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]]
+        for pod in filter(None, pods):
+            for c in [*pod.get("initContainers", []), *pod["containers"]]:
+                out.append((f"{obj['kind']}/{obj['metadata']['name']}/{c['name']}", c["image"]))
+    return out
+
+
+def test_every_image_comes_through_the_pull_through_cache(bundled: RenderResult) -> None:
+    from infra.render import MOCK_ACCOUNT
+
+    host = f"{MOCK_ACCOUNT}.dkr.ecr.{bundled.plan.region}.amazonaws.com/"
+    images = _container_images(bundled)
+    assert images
+    for where, ref in images:
+        assert ref.startswith(host), f"{where}: {ref}"
+        assert not ref.endswith(":latest"), f"{where}: {ref}"
+    releases = {r.name: r.inputs["values"] for r in bundled.of_type("kubernetes:helm.sh/v3:Release")}
+    assert releases["aws-load-balancer-controller"]["image"]["repository"] == (
+        host + "ecr-public/eks/aws-load-balancer-controller")
+    assert releases["cluster-autoscaler"]["image"]["repository"] == host + "k8s/autoscaling/cluster-autoscaler"
+    rules = {r.inputs["ecrRepositoryPrefix"]: r.inputs for r in bundled.of_type(PTC_RULE)}
+    assert rules["ecr-public"]["upstreamRegistryUrl"] == "public.ecr.aws" and "credentialArn" not in rules["ecr-public"]
+    assert rules["k8s"]["upstreamRegistryUrl"] == "registry.k8s.io"
+
+
+def test_docker_hub_rule_uses_the_credential_and_nodes_may_fill_the_cache() -> None:
+    arn = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+    result = h.render(factory_stack(deployment={"docker_hub_credential_arn": arn}), make_plan(stack="t"))
+    rules = {r.inputs["ecrRepositoryPrefix"]: r.inputs for r in result.of_type(PTC_RULE)}
+    assert rules["docker-hub"] == {"ecrRepositoryPrefix": "docker-hub", "upstreamRegistryUrl": "registry-1.docker.io",
+                                   "credentialArn": arn}
+    node_role = h.one(result, "aws:iam/role:Role", "llmcap-t-node")
+    (pol,) = [p for p in result.of_type("aws:iam/rolePolicy:RolePolicy")
+              if p.inputs["role"] == node_role.outputs["name"]]
+    (stmt,) = h.policy(pol.inputs["policy"])["Statement"]
+    assert stmt["Action"] == ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"]
+    assert sorted(stmt["Resource"]) == sorted(f"arn:aws:ecr:us-east-1:123456789012:repository/{p}/*"
+                                              for p in ("docker-hub", "ecr-public", "k8s"))
+
+
+def test_a_registry_the_user_names_replaces_the_cache() -> None:
+    reg = "111122223333.dkr.ecr.us-east-1.amazonaws.com/mirror"
+    result = h.render(factory_stack(deployment={"image_registry": reg}), make_plan(stack="t"))
+    assert not result.of_type(PTC_RULE)
+    for where, ref in _container_images(result):
+        assert ref.startswith(reg + "/"), f"{where}: {ref}"
+    router_ref = f"{reg}/docker-hub/lmcache/lmstack-router:v0.1.12"
+    assert ("Deployment/llmcap-router/router", router_ref) in _container_images(result)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"docker_hub_credential_arn": "arn:aws:secretsmanager:us-east-1:111122223333:secret:dockerhub"},
+     "ecr-pullthroughcache/"),
+    ({"image_registry": "https://registry.example.com"}, "without a scheme"),
+])
+def test_image_source_options_reject_bad_values(bad: dict, message: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        DeploymentOptions(**bad)

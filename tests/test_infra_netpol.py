@@ -17,9 +17,9 @@ from infra.netpol import WEIGHTS_JOB_LABELS
 from infra.observability import MONITORING_NAMESPACE
 from infra.platform import load_platform
 from tests.k8s_support import STACK_IDS, objects, rendered
+from tests.plan_factory import make_plan
 from tests.pulumi_harness import render
 from tests.test_fit_platform import stack as make_stack
-from tests.plan_factory import make_plan
 
 NS_LABEL = "kubernetes.io/metadata.name"
 

@@ -49,7 +49,8 @@ def test_the_pinned_cluster_minor_is_supported_by_every_component() -> None:
     k8s = _minor(load_platform().kubernetes_version)
     for key, row in settings.compatibility().items():
         assert _minor(row.kubernetes_min) <= k8s, f"{key} needs >= {row.kubernetes_min}"
-        assert row.kubernetes_max is None or k8s <= _minor(row.kubernetes_max), f"{key} supports <= {row.kubernetes_max}"
+        high = row.kubernetes_max
+        assert high is None or k8s <= _minor(high), f"{key} supports <= {high}"
 
 
 def test_cluster_autoscaler_minor_matches_the_cluster_minor() -> None:
