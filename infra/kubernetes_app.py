@@ -42,6 +42,7 @@ class KubernetesAppArgs:
     # the registry host images are pulled from (infra/registry.py: the account's pull-through cache or the
     # user's registry); None pulls from the upstream registries (tests of this component only)
     registry_host: pulumi.Input[str] | None = None
+    system_nodes: int = 0  # the system node group's desired size (Prometheus is sized for the nodes it scrapes)
 
 
 def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -110,7 +111,7 @@ class KubernetesApp(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         platform = load_platform(args.stack.deployment)
 
-        addons = self._addons(plan, child)
+        addons = self._addons(plan, child, args.system_nodes)
         ns_res = create(namespace_object(ns), child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns_res])
         # default deny, then only the paths the stack needs (before any pod starts)
@@ -159,7 +160,7 @@ class KubernetesApp(pulumi.ComponentResource):
         self.endpoint = svc.status.apply(lambda s: _endpoint(scheme, s))  # type: ignore[attr-defined]
         self.register_outputs({"endpoint": self.endpoint})
 
-    def _addons(self, plan: Plan, child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
+    def _addons(self, plan: Plan, child: pulumi.ResourceOptions, system_nodes: int = 0) -> dict[str, pulumi.Resource]:
         def release(key: str, values: dict[str, Any], depends_on: list[pulumi.Resource] | None = None
                     ) -> k8s.helm.v3.Release:
             c = settings.chart(key)
@@ -180,7 +181,7 @@ class KubernetesApp(pulumi.ComponentResource):
         out: dict[str, pulumi.Resource] = {
             "device": release("nvidia_device_plugin", device_plugin_values()),
             "keda": release("keda", {}),
-            "metrics": release("kube_prometheus_stack", observability.kube_prometheus_values(),
+            "metrics": release("kube_prometheus_stack", observability.kube_prometheus_values(plan, system_nodes),
                                depends_on=[mon, admin]),
         }
         if any(p.nodes_per_replica > 1 for p in plan.pools):

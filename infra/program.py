@@ -29,6 +29,7 @@ from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, 
 from sizing.catalog import Catalog
 from sizing.plan import Plan
 from sizing.stack import Stack
+from sizing.system_nodes import size_system_nodes
 
 try:  # the Kubernetes side (issue 6) lives in its own module; the AWS side stands without it
     from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
@@ -91,8 +92,11 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         name=name, region=plan.region, vpc_cidr=d.vpc_cidr, az_ids=az_ids, nat_gateways=platform.nat_gateways,
         tags=tags, vpc_id=d.vpc_id, private_subnet_ids=d.private_subnet_ids, public_subnet_ids=d.public_subnet_ids))
 
+    system_nodes = size_system_nodes(list(plan.pools), platform.system_node_instance_type, plan.region,
+                                     platform.system_node_count)
     cluster = EksCluster(name, EksClusterArgs(
         region=plan.region, platform=platform, private_subnet_ids=network.private_subnet_ids,
+        system_nodes=system_nodes,
         public_access_cidrs=list(d.cluster_endpoint_public_access_cidrs),
         admin_principal_arns=list(d.admin_principal_arns), tags=tags))
 
@@ -132,7 +136,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
             plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefix=prefix,
             service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
             api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
-            registry_host=cache.registry_host),
+            registry_host=cache.registry_host, system_nodes=system_nodes.desired),
             opts=pulumi.ResourceOptions(provider=cluster.provider,
                                         depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
                                                     *cluster.addons, store]))

@@ -40,7 +40,7 @@ class DeploymentOptions(BaseModel):
     vpc_cidr: str = Field(default="10.40.0.0/16", description="CIDR of the VPC llmcap creates (/16 to /20)")
     nat_gateways: int | None = Field(
         default=None, ge=1, le=6,
-        description="NAT gateways in the VPC llmcap creates; default nat_gateways in sizing/data/platform.csv")
+        description="cap on the NAT gateways of the VPC llmcap creates; default one per AZ (platform.csv)")
     cluster_endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the EKS API publicly (the address `pulumi up` runs from, e.g. "
@@ -60,7 +60,9 @@ class DeploymentOptions(BaseModel):
     system_node_instance_type: str | None = Field(
         default=None, description="CPU system node type; default system_node_instance_type in platform.csv")
     system_node_count: int | None = Field(
-        default=None, ge=1, le=20, description="CPU system nodes; default system_node_count in platform.csv")
+        default=None, ge=1, le=20,
+        description="CPU system nodes; default sized from the plan (sizing/system_nodes.py), at least "
+                    "system_node_count in platform.csv")
     model_cache_on_instance_store: bool = Field(
         default=True, description="put containerd and the model cache on the instance-store NVMe (RAID0) "
                                   "where the instance type has one")
