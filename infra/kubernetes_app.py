@@ -156,7 +156,7 @@ class KubernetesApp(pulumi.ComponentResource):
                                                                                                addons["metrics"]]))
         create(observability.dashboard_config_map(plan, ns), in_ns)
 
-        scheme = "https" if args.stack.deployment.public_endpoint else "http"
+        scheme = "https" if args.stack.deployment.tls_certificate_arn else "http"
         self.endpoint = svc.status.apply(lambda s: _endpoint(scheme, s))  # type: ignore[attr-defined]
         self.register_outputs({"endpoint": self.endpoint})
 

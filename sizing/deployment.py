@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # (ECR CreatePullThroughCacheRule credentialArn pattern, docs.aws.amazon.com/AmazonECR/latest/APIReference)
 _PTC_SECRET_ARN = re.compile(
     r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+$")
+_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[\w-]+$")
 _REGISTRY = re.compile(r"^[a-z0-9.-]+(:\d+)?(/[a-z0-9._-]+)*$")
 _ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 
@@ -78,7 +79,9 @@ class DeploymentOptions(BaseModel):
                     "docker-hub, ecr-public, k8s, quay, as ECR pull-through caches name them); llmcap then "
                     "creates no cache rules")
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
-    tls_certificate_arn: str | None = Field(default=None, description="ACM certificate for the public endpoint")
+    tls_certificate_arn: str | None = Field(
+        default=None, description="ACM certificate: TLS on the endpoint's NLB (443), internal or public; "
+                                  "required with public_endpoint")
     endpoint_allowed_cidrs: list[str] = Field(default_factory=list,
                                               description="CIDRs allowed to reach a public endpoint")
 
@@ -94,6 +97,13 @@ class DeploymentOptions(BaseModel):
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
         return [_cidr(c) for c in v]
+
+    @field_validator("tls_certificate_arn")
+    @classmethod
+    def _acm(cls, v: str | None) -> str | None:
+        if v is not None and not _ACM_ARN.match(v):
+            raise ValueError(f"{v!r} is not an ACM certificate ARN (arn:aws:acm:REGION:ACCOUNT:certificate/ID)")
+        return v
 
     @field_validator("docker_hub_credential_arn")
     @classmethod
