@@ -54,7 +54,8 @@ def test_weights_load_from_nvme_or_stream_from_s3() -> None:
 
 
 def test_public_endpoint_needs_tls_and_source_ranges() -> None:
-    opts = DeploymentOptions(public_endpoint=True, tls_certificate_arn="arn:aws:acm:us-east-1:111122223333:certificate/x",
+    opts = DeploymentOptions(public_endpoint=True,
+                             tls_certificate_arn="arn:aws:acm:us-east-1:111122223333:certificate/x",
                              endpoint_allowed_cidrs=["203.0.113.0/24"])
     svc = router.service("llmcap", opts)
     ann = svc["metadata"]["annotations"]
