@@ -14,6 +14,7 @@ if _ROOT not in sys.path:
 
 import pulumi  # noqa: E402
 
+from infra.fit import NotDeployable  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog import load_catalog  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
@@ -53,7 +54,11 @@ def main() -> None:
         plan = plan_stack(stack, catalog)
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
-    for key, value in build_program(stack, plan, catalog, secrets).items():
+    try:
+        outputs = build_program(stack, plan, catalog, secrets, deploying=True)
+    except NotDeployable as e:  # before any resource exists: one line per problem, nothing created
+        raise pulumi.RunError("\n".join(e.report.lines())) from None
+    for key, value in outputs.items():
         pulumi.export(key, value)
 
 

@@ -15,6 +15,7 @@ from infra.addons import CLUSTER_AUTOSCALER_CHART, LOAD_BALANCER_CONTROLLER_CHAR
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
 from infra.ecr import PullThroughCache, PullThroughCacheArgs
+from infra.fit import FitContext, NotDeployable, check_deployable
 from infra.names import (
     NAMESPACE,
     SERVING_SERVICE_ACCOUNT,
@@ -77,8 +78,19 @@ def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, 
             for p in plan.pools}
 
 
-def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) -> dict[str, Any]:
-    """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output)."""
+def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
+                  deploying: bool = False) -> dict[str, Any]:
+    """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output).
+
+    Runs the deployability check first (infra/fit.py): when the plan would not come up, raises
+    NotDeployable (one line per problem) before any resource is registered. `deploying`: a real
+    `pulumi preview`/`up` (infra/__main__.py), where the rules that need the machine's reach and the
+    account's secrets apply too (EKS API reachable, Docker Hub credential); False for an offline render."""
+    api_key = secrets.api_key if isinstance(secrets.api_key, str) else None
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key,
+                                         extra={"deploying": deploying}))
+    if not report.ok:
+        raise NotDeployable(report)
     d = stack.deployment
     platform = load_platform(d)
     name = resource_prefix(stack)

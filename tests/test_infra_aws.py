@@ -400,9 +400,31 @@ def test_main_reads_config_validates_plans_and_builds() -> None:
     from sizing.stack import read_config
 
     config = read_config(h.ROOT / "stacks" / "Pulumi.dev.yaml")
-    resources = _run_main({**config, "llmcap:api_key": "k"}, ["llmcap:api_key"])
+    resources = _run_main({**config, "llmcap:api_key": "k", "llmcap:deployment": DEPLOYABLE}, ["llmcap:api_key"])
     gpu_groups = [r for r in resources if r.type == h.NODE_GROUP and r.inputs.get("taints")]
     assert gpu_groups and all(r.inputs["amiType"].endswith("NVIDIA") for r in gpu_groups)
+
+
+# what the README's cloud steps add to a bundled stack: the address Pulumi runs from, the Docker Hub token
+DEPLOYABLE = {"cluster_endpoint_public_access_cidrs": ["198.51.100.7/32"],
+              "docker_hub_credential_arn":
+                  "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-AbCdEf"}
+
+
+def test_main_stops_before_creating_anything_when_pulumi_could_not_reach_the_eks_api() -> None:
+    """Issue 14 item 6: a bundled stack as shipped (private API, VPC created in the same run) fails the
+    preview with one line per problem and registers no resource."""
+    import pulumi
+
+    from sizing.stack import read_config
+
+    config = read_config(h.ROOT / "stacks" / "Pulumi.dev.yaml")
+    with pytest.raises(pulumi.RunError) as err:
+        _run_main({**config, "llmcap:api_key": "k"}, ["llmcap:api_key"])
+    lines = str(err.value).splitlines()
+    assert any(ln.startswith("[endpoint-unreachable] ") and "cluster_endpoint_public_access_cidrs" in ln
+               for ln in lines), lines
+    assert any(ln.startswith("[image-source] ") for ln in lines), lines
 
 
 def test_main_refuses_to_run_without_an_api_key() -> None:
