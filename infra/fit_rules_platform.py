@@ -71,7 +71,7 @@ def version_unsupported(ctx: FitContext) -> Iterator[FitProblem]:
     for key, row in settings.compatibility().items():
         low, high = row.kubernetes_min, row.kubernetes_max
         if _minor(k8s) < _minor(low) or (high is not None and _minor(k8s) > _minor(high)):
-            span = f"{low}-{high}" if high else f">= {low}"
+            span = (f"only {low}" if low == high else f"{low}-{high}") if high else f">= {low}"
             yield FitProblem("version-unsupported", key,
                              f"{key} {row.version} supports Kubernetes {span}, the cluster is {k8s}; pin a "
                              f"{key} version for {k8s} in infra/data/versions.yaml or change "

@@ -79,3 +79,18 @@ def test_bundled_stacks_pass_and_an_older_cluster_is_refused_per_component() -> 
 def test_a_newer_cluster_than_a_bounded_row_is_refused(minor: str) -> None:
     ctx = FitContext(stack=stack({"kubernetes_version": minor}), plan=make_plan(stack="t"), catalog=h.catalog())
     assert {"keda", "cluster_autoscaler"} <= {p.subject for p in version_unsupported(ctx)}
+
+
+def test_render_refuses_an_unsupported_cluster_minor_with_one_line_per_component(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from sizing.cli import app
+
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["render", str(h.ROOT / "stacks" / "Pulumi.dev.yaml"), "--out", str(out),
+                                 "--set", 'deployment.kubernetes_version="1.31"'])
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error: [version-unsupported]")]
+    assert any(" keda:" in ln for ln in lines) and any("cluster_autoscaler" in ln and "only 1.35" in ln
+                                                          for ln in lines), r.output
+    assert "Traceback" not in r.output and not out.exists()

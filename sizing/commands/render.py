@@ -45,9 +45,14 @@ def render(
             typer.echo(f"wrote {path}")
         return
 
+    from infra.fit import NotDeployable
     from infra.render import render_stack, write_render
 
-    result = render_stack(stack, plan, load_catalog(catalog))
+    try:  # the deployability check runs first (infra/program.py): refuse before writing anything
+        result = render_stack(stack, plan, load_catalog(catalog))
+    except NotDeployable as e:
+        raise SpecError(f"{stack.name}: not deployable ({len(e.report.problems)} problem(s))",
+                        e.report.lines()) from None
     for path in write_render(result, out):
         typer.echo(f"wrote {path}")
     typer.echo(f"{len(result.resources)} resources for stack {stack.name} "
