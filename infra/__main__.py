@@ -75,7 +75,7 @@ def main() -> None:
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
     try:
-        outputs = build_program(stack, plan, catalog, secrets)
+        outputs = build_program(stack, plan, catalog, secrets, deploying=True)
     except NotDeployable as e:  # before any resource exists: one line per problem, nothing created
         raise pulumi.RunError("\n".join(e.report.lines())) from None
     for key, value in outputs.items():

@@ -24,14 +24,25 @@ from infra.names import (
     LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
     ROLE_LABEL,
 )
+from infra.registry import prefix as registry_prefix
 
 LOAD_BALANCER_CONTROLLER_CHART = "aws_load_balancer_controller"
 CLUSTER_AUTOSCALER_CHART = "cluster_autoscaler"
 SYSTEM_NODES = {ROLE_LABEL: "system"}  # the untainted CPU node group (infra/cluster.py)
 
 
-def load_balancer_controller_values(cluster_name: str, vpc_id: str, region: str) -> dict[str, Any]:
+def chart_image_repository(key: str, registry_host: str | None) -> dict[str, Any]:
+    """`image.repository` of the chart's image through the pull-through cache (or {} for the default)."""
+    img = settings.chart_image(key)
+    if img is None or registry_host is None:
+        return {}
+    return {"image": {"repository": f"{registry_host}/{registry_prefix(img[0])}/{img[1]}"}}
+
+
+def load_balancer_controller_values(cluster_name: str, vpc_id: str, region: str,
+                                    registry_host: str | None = None) -> dict[str, Any]:
     return {
+        **chart_image_repository(LOAD_BALANCER_CONTROLLER_CHART, registry_host),
         "clusterName": cluster_name,
         "region": region,  # explicit: no IMDS lookup needed
         "vpcId": vpc_id,
@@ -44,8 +55,9 @@ def load_balancer_controller_values(cluster_name: str, vpc_id: str, region: str)
     }
 
 
-def cluster_autoscaler_values(cluster_name: str, region: str) -> dict[str, Any]:
+def cluster_autoscaler_values(cluster_name: str, region: str, registry_host: str | None = None) -> dict[str, Any]:
     return {
+        **chart_image_repository(CLUSTER_AUTOSCALER_CHART, registry_host),
         "cloudProvider": "aws",
         "awsRegion": region,
         # --node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<name>
@@ -63,6 +75,7 @@ class ClusterAddonsArgs:
     # what every release waits for: system nodes, core add-ons, the add-ons' Pod Identity associations
     # (EKS injects credentials at pod creation, so an association must exist before the pod starts)
     after: list[pulumi.Resource] = field(default_factory=list)
+    registry_host: pulumi.Input[str] | None = None  # the pull-through cache (infra/ecr.py); None: chart defaults
 
 
 class ClusterAddons(pulumi.ComponentResource):
@@ -71,11 +84,11 @@ class ClusterAddons(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{COMPONENT_PREFIX}ClusterAddons", name, None, opts)
-        lbc_values = pulumi.Output.all(args.cluster_name, args.vpc_id).apply(
-            lambda a: load_balancer_controller_values(a[0], a[1], args.region))
+        lbc_values = pulumi.Output.all(args.cluster_name, args.vpc_id, args.registry_host).apply(
+            lambda a: load_balancer_controller_values(a[0], a[1], args.region, a[2]))
         self.load_balancer_controller = self._release(LOAD_BALANCER_CONTROLLER_CHART, lbc_values, args.after)
-        ca_values = pulumi.Output.from_input(args.cluster_name).apply(
-            lambda c: cluster_autoscaler_values(c, args.region))
+        ca_values = pulumi.Output.all(args.cluster_name, args.registry_host).apply(
+            lambda a: cluster_autoscaler_values(a[0], args.region, a[1]))
         self.cluster_autoscaler = self._release(CLUSTER_AUTOSCALER_CHART, ca_values, args.after)
         self.register_outputs({"loadBalancerController": self.load_balancer_controller.status,
                                "clusterAutoscaler": self.cluster_autoscaler.status})

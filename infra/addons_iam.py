@@ -57,10 +57,11 @@ class PodIdentity:
     association: aws.eks.PodIdentityAssociation
 
 
-def cluster_autoscaler_identity(name: str, cluster_name: pulumi.Input[str], tags: dict[str, str],
-                                parent: pulumi.Resource | None = None) -> PodIdentity:
+def cluster_autoscaler_identity(name: str, cluster_name: pulumi.Input[str], cluster_arn: pulumi.Input[str],
+                                tags: dict[str, str], parent: pulumi.Resource | None = None) -> PodIdentity:
     """The Cluster Autoscaler's role (inline least-privilege policy) bound to its service account."""
-    role = aws.iam.Role(f"{name}-cluster-autoscaler", assume_role_policy=pod_identity_trust_policy(),
+    role = aws.iam.Role(f"{name}-cluster-autoscaler", assume_role_policy=pod_identity_trust_policy(
+                            cluster_arn, CLUSTER_AUTOSCALER_NAMESPACE, CLUSTER_AUTOSCALER_SERVICE_ACCOUNT),
                         description="Cluster Autoscaler through EKS Pod Identity", tags=tags,
                         opts=pulumi.ResourceOptions(parent=parent))
     aws.iam.RolePolicy(f"{name}-cluster-autoscaler", role=role.id,

@@ -22,6 +22,7 @@ from infra.names import (
 )
 from infra.nodegroups import node_launch_template
 from infra.platform import Platform
+from sizing.system_nodes import SystemNodes
 
 # least privilege: the control plane needs only the cluster policy; nodes only join and pull images;
 # the VPC CNI gets its ENI permissions through pod identity instead of the node role
@@ -33,6 +34,7 @@ CLUSTER_ADMIN_ACCESS_POLICY = "AmazonEKSClusterAdminPolicy"
 # Deployment and goes in after the system nodes so the add-on can become ACTIVE
 ADDONS_BEFORE_NODES = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy")
 ADDONS_AFTER_NODES = ("coredns",)
+VPC_CNI_SERVICE_ACCOUNT = "aws-node"  # the vpc-cni add-on's DaemonSet, in kube-system
 LBC_POLICY_FILE = Path(__file__).parent / "data" / "aws_load_balancer_controller_policy.json"
 
 
@@ -46,6 +48,7 @@ class EksClusterArgs:
     region: str
     platform: Platform
     private_subnet_ids: pulumi.Input[list[str]]
+    system_nodes: SystemNodes  # sized from the plan (sizing/system_nodes.py)
     public_access_cidrs: list[str] = field(default_factory=list)
     admin_principal_arns: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
@@ -89,12 +92,19 @@ class EksCluster(pulumi.ComponentResource):
         cluster_role = role_with_managed_policies(
             f"{name}-cluster", service_trust_policy("eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
             CLUSTER_POLICIES, tags, self, "EKS control plane")
+        # EKS writes control-plane logs to /aws/eks/<cluster>/cluster and would create it without a
+        # retention ("By default, log data is stored in CloudWatch Logs indefinitely"); create it first
+        cluster_name = f"{name}-eks"
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs", name=f"/aws/eks/{cluster_name}/cluster",
+            retention_in_days=p.control_plane_log_retention_days, tags=tags, opts=child)
         public = bool(args.public_access_cidrs)
         vpc_config = aws.eks.ClusterVpcConfigArgs(
             subnet_ids=args.private_subnet_ids, endpoint_private_access=True, endpoint_public_access=public,
             public_access_cidrs=list(args.public_access_cidrs) if public else None)
         self.cluster = aws.eks.Cluster(
-            f"{name}-eks",
+            cluster_name,
+            name=cluster_name,  # fixed, so the log group above is the one EKS writes to
             version=p.kubernetes_version,
             role_arn=cluster_role.arn,
             vpc_config=vpc_config,
@@ -106,7 +116,7 @@ class EksCluster(pulumi.ComponentResource):
             upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=p.upgrade_support_type),
             bootstrap_self_managed_addons=False,  # the add-ons below are managed explicitly
             tags=tags,
-            opts=child)
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group]))
         self.name = self.cluster.name
 
         for i, arn in enumerate(args.admin_principal_arns):
@@ -121,19 +131,22 @@ class EksCluster(pulumi.ComponentResource):
         self.addons = self._addons_before_nodes(name, tags)
         self.node_role = role_with_managed_policies(
             f"{name}-node", service_trust_policy("ec2.amazonaws.com"), NODE_POLICIES, tags, self, "EKS nodes")
-        lt = node_launch_template(f"{name}-system-lt", platform=p, root_gib=p.system_root_volume_gib,
+        sysn = args.system_nodes
+        lt = node_launch_template(f"{name}-system-lt", platform=p, root_gib=sysn.root_volume_gib,
                                   user_data=None, tags=tags, parent=self)
         self.system_node_group = aws.eks.NodeGroup(
             f"{name}-system",
             cluster_name=self.name, node_role_arn=self.node_role.arn, subnet_ids=args.private_subnet_ids,
-            ami_type=p.ami_type_system, instance_types=[p.system_node_instance_type], capacity_type="ON_DEMAND",
-            scaling_config={"min_size": p.system_node_count, "desired_size": p.system_node_count,
-                            "max_size": p.system_node_count},
+            ami_type=p.ami_type_system, instance_types=[sysn.instance_type], capacity_type="ON_DEMAND",
+            # the Cluster Autoscaler discovers the group by the tags EKS puts on its Auto Scaling group and
+            # grows it up to max when system pods do not fit
+            scaling_config={"min_size": sysn.min_size, "desired_size": sysn.desired, "max_size": sysn.max_size},
             update_config={"max_unavailable": p.node_update_max_unavailable},
             labels={ROLE_LABEL: "system"},
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.addons)))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.addons),
+                                        ignore_changes=["scalingConfig.desiredSize"]))
         for addon in ADDONS_AFTER_NODES:
             self.addons.append(aws.eks.Addon(
                 f"{name}-{addon}", cluster_name=self.name, addon_name=addon,
@@ -149,7 +162,9 @@ class EksCluster(pulumi.ComponentResource):
                                "nodeRoleArn": self.node_role.arn, "kubeconfig": self.kubeconfig})
 
     def _load_balancer_controller(self, name: str, tags: dict[str, str]) -> aws.iam.Role:
-        role = aws.iam.Role(f"{name}-lb-controller", assume_role_policy=pod_identity_trust_policy(),
+        role = aws.iam.Role(f"{name}-lb-controller", assume_role_policy=pod_identity_trust_policy(
+                                self.cluster.arn, LOAD_BALANCER_CONTROLLER_NAMESPACE,
+                                LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT),
                             description="AWS Load Balancer Controller through EKS Pod Identity", tags=tags,
                             opts=pulumi.ResourceOptions(parent=self))
         aws.iam.RolePolicy(f"{name}-lb-controller", role=role.id, policy=load_balancer_controller_policy(),
@@ -161,14 +176,19 @@ class EksCluster(pulumi.ComponentResource):
         return role
 
     def _addons_before_nodes(self, name: str, tags: dict[str, str]) -> list[aws.eks.Addon]:
-        cni_role = role_with_managed_policies(f"{name}-vpc-cni", pod_identity_trust_policy(), CNI_POLICIES,
+        cni_role = role_with_managed_policies(f"{name}-vpc-cni", pod_identity_trust_policy(
+            self.cluster.arn, "kube-system", VPC_CNI_SERVICE_ACCOUNT), CNI_POLICIES,
                                               tags, self, "VPC CNI (aws-node) through EKS Pod Identity")
         agent = aws.eks.Addon(f"{name}-eks-pod-identity-agent", cluster_name=self.name,
                               addon_name="eks-pod-identity-agent", resolve_conflicts_on_create="OVERWRITE",
                               resolve_conflicts_on_update="PRESERVE", tags=tags,
                               opts=pulumi.ResourceOptions(parent=self))
         cni = aws.eks.Addon(f"{name}-vpc-cni", cluster_name=self.name, addon_name="vpc-cni",
-                            pod_identity_associations=[{"role_arn": cni_role.arn, "service_account": "aws-node"}],
+                            # the VPC CNI's network policy agent enforces the NetworkPolicies (infra/netpol.py);
+                            # off by default (EKS user guide, cni-network-policy-configure.html)
+                            configuration_values=json.dumps({"enableNetworkPolicy": "true"}),
+                            pod_identity_associations=[{"role_arn": cni_role.arn,
+                                                        "service_account": VPC_CNI_SERVICE_ACCOUNT}],
                             resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="PRESERVE",
                             tags=tags, opts=pulumi.ResourceOptions(parent=self, depends_on=[agent]))
         proxy = aws.eks.Addon(f"{name}-kube-proxy", cluster_name=self.name, addon_name="kube-proxy",

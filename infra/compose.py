@@ -3,6 +3,12 @@ DIR/docker-compose.yml for one GPU server: the official vLLM OpenAI image at the
 all GPUs, `ipc: host`, the same plan-derived flags as the EKS pods (infra/vllm_args.py), the API
 key from an env file, and Prometheus scraping vLLM. Pure Python: no pulumi import.
 
+Hardened: `docker compose up` refuses to start without a non-empty `VLLM_API_KEY` (`${VAR:?}`
+fails on unset and empty alike; vLLM serves unauthenticated when its key is empty), the API port
+is published on 127.0.0.1 unless `LLMCAP_BIND_ADDRESS` in .env says otherwise, and vLLM runs as
+UID/GID 10001 with no-new-privileges; a one-shot `volume-init` service hands the cache volume to that
+user first (Docker creates a new named volume owned by root).
+
 One server holds `replicas_per_instance` of the plan's replicas; they run as vLLM data-parallel
 ranks behind the one API server, so the box serves what one planned instance serves.
 """
@@ -10,6 +16,8 @@ ranks behind the one API server, so the box serves what one planned instance ser
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +31,12 @@ from sizing.plan import Plan, Pool
 
 ENV_FILE = ".env"
 PORT = 8000
-API_KEY_REQUIRED = "${VLLM_API_KEY:?set VLLM_API_KEY in .env, e.g. openssl rand -hex 32; an empty key turns auth off}"
+BIND_ADDRESS_VAR = "LLMCAP_BIND_ADDRESS"
+RUN_AS = "10001:10001"  # the UID/GID the EKS pods use too (infra/k8s_common.RUN_AS_UID)
+DATA_DIR = "/data"  # the one writable volume: Hugging Face cache and HOME (vLLM/torch caches)
+API_KEY_REQUIRED = ("${VLLM_API_KEY:?set VLLM_API_KEY in .env to a random key (openssl rand -hex 32); "
+                    "an empty key turns vLLM's auth off}")
+_REQUIRED_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\?([^}]*)\}")
 
 
 class ComposeTargetError(ValueError):
@@ -64,13 +77,19 @@ def build(plan: Plan) -> ComposeFiles:
         "entrypoint": ["vllm", "serve"],
         "command": vllm_command(pool),
         "ipc": "host",  # PyTorch shares tensors between processes through /dev/shm
-        "env_file": [ENV_FILE],  # VLLM_API_KEY (required) and HF_TOKEN for gated models
+        "env_file": [ENV_FILE],  # HF_TOKEN for gated models
+        "user": RUN_AS,
+        "security_opt": ["no-new-privileges:true"],
         # `:?` stops `docker compose up` while the key is unset OR empty: vLLM 0.33.0 drops an empty
         # key and serves every route unauthenticated (vllm/entrypoints/serve/middleware/register.py:
         # `if tokens := [key for key in (args.api_key or [envs.VLLM_API_KEY]) if key]:`)
-        "environment": {"VLLM_API_KEY": API_KEY_REQUIRED, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"},
-        "ports": [f"{PORT}:{PORT}"],
-        "volumes": ["hf-cache:/root/.cache/huggingface"],
+        "environment": {"VLLM_API_KEY": API_KEY_REQUIRED, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+                        "HOME": f"{DATA_DIR}/home", "HF_HOME": f"{DATA_DIR}/huggingface",
+                        # torch's cache paths call getpass.getuser(); UID 10001 has no passwd entry
+                        "USER": "vllm"},
+        "ports": [f"${{{BIND_ADDRESS_VAR}:-127.0.0.1}}:{PORT}:{PORT}"],
+        "volumes": [f"hf-cache:{DATA_DIR}"],
+        "depends_on": {"volume-init": {"condition": "service_completed_successfully"}},
         "deploy": {"resources": {"reservations": {"devices": [
             {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
         "healthcheck": {
@@ -90,16 +109,25 @@ def build(plan: Plan) -> ComposeFiles:
         "depends_on": ["vllm"],
         "restart": "unless-stopped",
     }
-    compose = {"services": {"vllm": vllm, "prometheus": prometheus},
+    volume_init = {
+        "image": settings.image("vllm").ref,
+        "user": "0:0",
+        "entrypoint": [],
+        "command": ["chown", "-R", RUN_AS, DATA_DIR],
+        "volumes": [f"hf-cache:{DATA_DIR}"],
+        "restart": "no",
+    }
+    compose = {"services": {"volume-init": volume_init, "vllm": vllm, "prometheus": prometheus},
                "volumes": {"hf-cache": {}, "prometheus-data": {}}}
     scrape = {"global": {"scrape_interval": "15s"},
               "scrape_configs": [{"job_name": "vllm", "metrics_path": "/metrics",
                                   "static_configs": [{"targets": [f"vllm:{PORT}"],
                                                       "labels": {"pool": pool.name}}]}]}
-    env = ("# Copy to .env and fill in. The endpoint refuses requests without this key, and\n"
-           "# `docker compose up` refuses to start while it is empty (vLLM turns auth off for an empty key).\n"
-           "# Generate one with: openssl rand -hex 32\n"
+    env = ("# Copy to .env and fill in. `docker compose up` refuses to start while VLLM_API_KEY is empty\n"
+           "# (vLLM would serve without auth). Generate one: openssl rand -hex 32\n"
            "VLLM_API_KEY=\n"
+           f"# The address the API port is published on; 0.0.0.0 exposes it to the network.\n"
+           f"# {BIND_ADDRESS_VAR}=127.0.0.1\n"
            "# A Hugging Face token with access to the model (gated models such as Llama need one).\n"
            "HF_TOKEN=\n")
     instances = math.ceil(pool.replicas / max(pool.replicas_per_instance, 1))
@@ -109,6 +137,23 @@ def build(plan: Plan) -> ComposeFiles:
               f"plan's demand needs {instances} such servers.\n"
               f"# Before `docker compose up -d`: cp .env.example .env and set VLLM_API_KEY (and HF_TOKEN).\n")
     return ComposeFiles(compose=compose, prometheus=scrape, env_example=env, header=header)
+
+
+def interpolation_errors(doc: object, env: Mapping[str, str]) -> list[str]:
+    """The errors Compose raises for `${VAR:?message}` references in `doc` given `env` (unset or empty
+    both fail, per the Compose spec's interpolation section). One message per failing reference."""
+    errors: list[str] = []
+    if isinstance(doc, str):
+        for m in _REQUIRED_VAR.finditer(doc):
+            if not env.get(m.group(1)):
+                errors.append(f"required variable {m.group(1)} is missing a value: {m.group(2)}")
+    elif isinstance(doc, Mapping):
+        for v in doc.values():
+            errors += interpolation_errors(v, env)
+    elif isinstance(doc, list):
+        for v in doc:
+            errors += interpolation_errors(v, env)
+    return errors
 
 
 def write_compose(plan: Plan, out_dir: Path) -> list[Path]:

@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import autoscaling, observability, router, serving, settings, weights
+from infra import autoscaling, netpol, observability, router, serving, settings, weights
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY, meta
 from infra.names import (
     COMPONENT_PREFIX,
@@ -28,6 +28,7 @@ from infra.names import (
     served_checkpoints,
 )
 from infra.platform import load_platform
+from infra.registry import ImageRefs
 from sizing.plan import Plan
 from sizing.stack import Stack
 
@@ -45,6 +46,10 @@ class KubernetesAppArgs:
     # the AWS Load Balancer Controller's release (infra/addons.py): the router Service waits for it, since
     # the controller provisions its NLB (`loadBalancerClass: service.k8s.aws/nlb`)
     load_balancer_controller: pulumi.Resource | None = None
+    # the registry host images are pulled from (infra/registry.py: the account's pull-through cache or the
+    # user's registry); None pulls from the upstream registries (tests of this component only)
+    registry_host: pulumi.Input[str] | None = None
+    system_nodes: int = 0  # the system node group's desired size (Prometheus is sized for the nodes it scrapes)
 
 
 def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -58,6 +63,7 @@ def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomRe
         "Namespace": k8s.core.v1.Namespace, "Service": k8s.core.v1.Service,
         "Deployment": k8s.apps.v1.Deployment, "Job": k8s.batch.v1.Job,
         "PodDisruptionBudget": k8s.policy.v1.PodDisruptionBudget,
+        "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     }
     if kind in simple:
         return simple[kind](name, metadata=md, spec=obj.get("spec"), opts=opts)  # type: ignore[no-any-return]
@@ -122,9 +128,13 @@ class KubernetesApp(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         platform = load_platform(args.stack.deployment)
 
-        addons = self._addons(plan, child)
+        addons = self._addons(plan, child, args.system_nodes)
         ns_res = create(namespace_object(ns), child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns_res])
+        # default deny, then only the paths the stack needs (before any pod starts)
+        d = args.stack.deployment
+        for pol in netpol.network_policies(plan, ns, None if d.vpc_id else d.vpc_cidr):
+            create(pol, in_ns)
         accounts = [create(service_account_object(sa, ns), in_ns)
                     for sa in (args.service_account_name, WEIGHTS_LOADER_SERVICE_ACCOUNT)]
         secrets = [create(secret_object(API_KEY_SECRET, ns, API_KEY_SECRET_KEY,
@@ -134,6 +144,8 @@ class KubernetesApp(pulumi.ComponentResource):
                                                 pulumi.Output.secret(args.hf_token)), in_ns))
 
         bucket = pulumi.Output.from_input(args.weights_bucket)
+        images = (pulumi.Output.from_input(args.registry_host).apply(ImageRefs.through)
+                  if args.registry_host is not None else pulumi.Output.from_input(ImageRefs.upstream()))
         # one copy Job per checkpoint the pools serve, on a node of the first pool serving it
         checkpoints = served_checkpoints(plan.pools)
         jobs: dict[str, pulumi.Resource] = {}
@@ -141,21 +153,25 @@ class KubernetesApp(pulumi.ComponentResource):
             host = next(p for p in plan.pools if p.vllm.model == ckpt)
             job_name = copy_job_name(ckpt, checkpoints)
             where = args.weights_prefixes[ckpt]
-            job_spec = bucket.apply(lambda b, ckpt=ckpt, host=host, where=where, job_name=job_name: weights.copy_job(
-                ns, ckpt, weights.WeightsLocation(b, where), args.stack.region, host, platform,
-                with_hf_token=args.hf_token is not None, name=job_name, revision=host.checkpoint_revision)["spec"])
+            job_spec = pulumi.Output.all(bucket, images).apply(
+                lambda a, ckpt=ckpt, host=host, where=where, job_name=job_name: weights.copy_job(
+                    ns, ckpt, weights.WeightsLocation(a[0], where), args.stack.region, host, platform,
+                    with_hf_token=args.hf_token is not None, name=job_name, revision=host.checkpoint_revision,
+                    images=a[1])["spec"])
             # Pulumi waits for the Job to complete before the serving pods that read its output
             job_opts = pulumi.ResourceOptions(parent=self, depends_on=[*secrets, *accounts, addons["device"]],
                                               custom_timeouts=pulumi.CustomTimeouts(create="360m", update="360m"))
             jobs[ckpt] = k8s.batch.v1.Job(f"job-{job_name}", metadata=meta(job_name, ns), spec=job_spec,
                                           opts=job_opts)
         for pool in plan.pools:
-            self._pool(args, pool, bucket, platform, jobs[pool.vllm.model], addons, in_ns)
+            self._pool(args, pool, bucket, images, platform, jobs[pool.vllm.model], addons, in_ns)
 
         create(router.service_account(ns), in_ns)
         create(router.role(ns), in_ns)
         create(router.role_binding(ns), in_ns)
-        create(router.deployment(ns), pulumi.ResourceOptions(parent=self, depends_on=[ns_res, *secrets]))
+        router_obj = router.deployment(ns)
+        router_obj["spec"] = images.apply(lambda i: router.deployment(ns, i.router)["spec"])
+        create(router_obj, pulumi.ResourceOptions(parent=self, depends_on=[ns_res, *secrets]))
         create(router.disruption_budget(ns), in_ns)
         lbc = [args.load_balancer_controller] if args.load_balancer_controller is not None else []
         svc = create(router.service(ns, args.stack.deployment),
@@ -165,11 +181,11 @@ class KubernetesApp(pulumi.ComponentResource):
                                                                                                addons["metrics"]]))
         create(observability.dashboard_config_map(plan, ns), in_ns)
 
-        scheme = "https" if args.stack.deployment.public_endpoint else "http"
+        scheme = "https" if args.stack.deployment.tls_certificate_arn else "http"
         self.endpoint = svc.status.apply(lambda s: _endpoint(scheme, s))  # type: ignore[attr-defined]
         self.register_outputs({"endpoint": self.endpoint})
 
-    def _addons(self, plan: Plan, child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
+    def _addons(self, plan: Plan, child: pulumi.ResourceOptions, system_nodes: int = 0) -> dict[str, pulumi.Resource]:
         def release(key: str, values: dict[str, Any], depends_on: list[pulumi.Resource] | None = None
                     ) -> k8s.helm.v3.Release:
             c = settings.chart(key)
@@ -190,25 +206,26 @@ class KubernetesApp(pulumi.ComponentResource):
         out: dict[str, pulumi.Resource] = {
             "device": release("nvidia_device_plugin", device_plugin_values()),
             "keda": release("keda", {}),
-            "metrics": release("kube_prometheus_stack", observability.kube_prometheus_values(),
+            "metrics": release("kube_prometheus_stack", observability.kube_prometheus_values(plan, system_nodes),
                                depends_on=[mon, admin]),
         }
         if any(p.nodes_per_replica > 1 for p in plan.pools):
             out["lws"] = release("leaderworkerset", {})
         return out
 
-    def _pool(self, args: KubernetesAppArgs, pool: Any, bucket: pulumi.Output[str], platform: Any,
+    def _pool(self, args: KubernetesAppArgs, pool: Any, bucket: pulumi.Output[str],
+              images: pulumi.Output[ImageRefs], platform: Any,
               job: pulumi.Resource, addons: dict[str, pulumi.Resource], in_ns: pulumi.ResourceOptions) -> None:
         ns = args.namespace
 
-        def build(b: str) -> dict[str, Any]:
+        def build(b: str, refs: ImageRefs) -> dict[str, Any]:
             ctx = serving.ServingContext(ns, args.service_account_name, args.stack.region,
                                          weights.WeightsLocation(b, args.weights_prefixes[pool.vllm.model]), platform,
-                                         args.stack.deployment.model_cache_on_instance_store)
+                                         args.stack.deployment.model_cache_on_instance_store, images=refs)
             return serving.workload(pool, ctx)
 
-        shape = build("bucket")  # kind and metadata do not depend on the bucket name
-        spec = bucket.apply(lambda b: build(b)["spec"])
+        shape = build("bucket", ImageRefs.upstream())  # kind and metadata depend on neither
+        spec = pulumi.Output.all(bucket, images).apply(lambda a: build(a[0], a[1])["spec"])
         deps: list[pulumi.Resource] = [job, addons["device"]] + ([addons["lws"]] if "lws" in addons else [])
         mode = weights.loading_mode(pool, platform, args.stack.deployment.model_cache_on_instance_store)
         wait = _minutes(serving.rollout_budget_s(pool, mode) + 600)  # node boot + image + S3 sync + startup

@@ -34,7 +34,7 @@ class NetworkArgs:
     region: str
     vpc_cidr: str
     az_ids: list[str]  # used when llmcap creates the VPC
-    nat_gateways: int
+    nat_gateways: int | None  # None: one per AZ (platform.csv nat_gateways); an integer caps it
     tags: dict[str, str] = field(default_factory=dict)
     # bring your own
     vpc_id: str | None = None
@@ -88,7 +88,9 @@ class Network(pulumi.ComponentResource):
             public.append(s)
 
         nats = []
-        for i in range(min(args.nat_gateways, len(public))):
+        # one NAT gateway per AZ, each AZ's private subnets routed through their own (platform.csv)
+        count = len(public) if args.nat_gateways is None else min(args.nat_gateways, len(public))
+        for i in range(count):
             eip = aws.ec2.Eip(f"{name}-nat-eip-{i}", domain="vpc", tags=tags, opts=child)
             nats.append(aws.ec2.NatGateway(f"{name}-nat-{i}", allocation_id=eip.id, subnet_id=public[i].id,
                                            tags=tags, opts=pulumi.ResourceOptions(parent=self, depends_on=[igw])))

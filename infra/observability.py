@@ -29,9 +29,21 @@ KV_USAGE = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
 GEN_TOKENS = "vllm:generation_tokens_total|vllm_generation_tokens_total"
 
 
-def kube_prometheus_values() -> dict[str, Any]:
+def prometheus_requests(plan: Plan | None, system_nodes: int) -> dict[str, str]:
+    """Prometheus's requests as the system node group was sized for them (sizing/data/system_pods.csv):
+    a base plus a share per scraped node (GPU nodes at the pools' max and the system nodes)."""
+    from sizing.system_nodes import system_pods
+
+    pods = system_pods()
+    nodes = (sum(p.instances_max for p in plan.pools) if plan else 0) + system_nodes
+    base, per = pods["prometheus"], pods["prometheus_per_node"]
+    return {"cpu": f"{base.cpu_m + per.cpu_m * nodes}m", "memory": f"{base.memory_mib + per.memory_mib * nodes}Mi"}
+
+
+def kube_prometheus_values(plan: Plan | None = None, system_nodes: int = 0) -> dict[str, Any]:
     return {
         "prometheus": {"prometheusSpec": {
+            "resources": {"requests": prometheus_requests(plan, system_nodes)},
             # pick up PodMonitors/ServiceMonitors from every namespace, not only the chart's own
             "podMonitorSelectorNilUsesHelmValues": False,
             "serviceMonitorSelectorNilUsesHelmValues": False,

@@ -26,7 +26,6 @@ class Platform:
     ami_type_system: str
     root_device_name: str
     root_volume_type: str
-    system_root_volume_gib: int
     imds_hop_limit: int
     local_storage_strategy: str
     max_azs: int
@@ -37,8 +36,9 @@ class Platform:
     abort_incomplete_multipart_days: int
     # shared with the planner's cost model (sizing/data/platform.csv)
     system_node_instance_type: str
-    system_node_count: int
-    nat_gateways: int
+    system_node_count: int | None  # llmcap:deployment.system_node_count; None: sized from the plan
+    nat_gateways: int | None  # llmcap:deployment.nat_gateways; None: one per AZ
+    control_plane_log_retention_days: int
     vllm_image_gib: float
     root_volume_margin_gib: float
 
@@ -58,16 +58,17 @@ def load_platform(deployment: DeploymentOptions | None = None) -> Platform:
         upgrade_support_type=str(v["upgrade_support_type"]),
         ami_type_gpu=str(v["ami_type_gpu"]), ami_type_system=str(v["ami_type_system"]),
         root_device_name=str(v["root_device_name"]), root_volume_type=str(v["root_volume_type"]),
-        system_root_volume_gib=int(v["system_root_volume_gib"]), imds_hop_limit=int(v["imds_hop_limit"]),
+        imds_hop_limit=int(v["imds_hop_limit"]),
         local_storage_strategy=str(v["local_storage_strategy"]),
-        max_azs=int(v["max_azs"]), cluster_log_types=tuple(v["cluster_log_types"]),
+        max_azs=int(number("max_azs")), cluster_log_types=tuple(v["cluster_log_types"]),
         node_update_max_unavailable=int(v["node_update_max_unavailable"]),
         kms_deletion_window_days=int(v["kms_deletion_window_days"]),
         weights_noncurrent_version_days=int(v["weights_noncurrent_version_days"]),
         abort_incomplete_multipart_days=int(v["abort_incomplete_multipart_days"]),
         system_node_instance_type=d.system_node_instance_type or setting("system_node_instance_type"),
-        system_node_count=d.system_node_count or int(number("system_node_count")),
-        nat_gateways=d.nat_gateways if d.nat_gateways is not None else int(number("nat_gateways")),
+        system_node_count=d.system_node_count,
+        nat_gateways=d.nat_gateways,
+        control_plane_log_retention_days=int(number("control_plane_log_retention_days")),
         vllm_image_gib=number("vllm_image_gib"), root_volume_margin_gib=number("root_volume_margin_gib"),
     )
 

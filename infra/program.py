@@ -10,10 +10,11 @@ from typing import Any
 
 import pulumi
 
-from infra import exports
-from infra.addons import ClusterAddons, ClusterAddonsArgs
+from infra import exports, settings
+from infra.addons import CLUSTER_AUTOSCALER_CHART, LOAD_BALANCER_CONTROLLER_CHART, ClusterAddons, ClusterAddonsArgs
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
+from infra.ecr import PullThroughCache, PullThroughCacheArgs
 from infra.fit import FitContext, NotDeployable, check_deployable
 from infra.names import (
     NAMESPACE,
@@ -25,10 +26,12 @@ from infra.names import (
 from infra.network import Network, NetworkArgs, choose_az_ids
 from infra.nodegroups import GpuNodeGroups, GpuNodeGroupsArgs
 from infra.platform import load_platform
+from infra.registry import upstreams_needed
 from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
 from sizing.catalog import Catalog
 from sizing.plan import Plan
 from sizing.stack import Stack
+from sizing.system_nodes import size_system_nodes
 
 try:  # the Kubernetes side (issue 6) lives in its own module; the AWS side stands without it
     from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
@@ -76,13 +79,17 @@ def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, 
             for p in plan.pools}
 
 
-def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) -> dict[str, Any]:
+def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
+                  deploying: bool = False) -> dict[str, Any]:
     """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output).
 
     Runs the deployability check first (infra/fit.py): when the plan would not come up, raises
-    NotDeployable (one line per problem) before any resource is registered."""
+    NotDeployable (one line per problem) before any resource is registered. `deploying`: a real
+    `pulumi preview`/`up` (infra/__main__.py), where the rules that need the machine's reach and the
+    account's secrets apply too (EKS API reachable, Docker Hub credential); False for an offline render."""
     api_key = secrets.api_key if isinstance(secrets.api_key, str) else None
-    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key))
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key,
+                                         extra={"deploying": deploying}))
     if not report.ok:
         raise NotDeployable(report)
     d = stack.deployment
@@ -98,8 +105,11 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         name=name, region=plan.region, vpc_cidr=d.vpc_cidr, az_ids=az_ids, nat_gateways=platform.nat_gateways,
         tags=tags, vpc_id=d.vpc_id, private_subnet_ids=d.private_subnet_ids, public_subnet_ids=d.public_subnet_ids))
 
+    system_nodes = size_system_nodes(list(plan.pools), platform.system_node_instance_type, plan.region,
+                                     platform.system_node_count)
     cluster = EksCluster(name, EksClusterArgs(
         region=plan.region, platform=platform, private_subnet_ids=network.cluster_subnet_ids,
+        system_nodes=system_nodes,
         public_access_cidrs=list(d.cluster_endpoint_public_access_cidrs),
         admin_principal_arns=list(d.admin_principal_arns), tags=tags))
 
@@ -111,16 +121,25 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
     # one S3 prefix per checkpoint the pools serve (pool.vllm.model), never the base model's
     prefixes = {c: weights_prefix(c) for c in served_checkpoints(plan.pools)}
     store = WeightsStore(name, WeightsStoreArgs(
-        cluster_name=cluster.name, namespace=NAMESPACE, prefixes=list(prefixes.values()), platform=platform,
+        cluster_name=cluster.name, cluster_arn=cluster.cluster.arn, namespace=NAMESPACE,
+        prefixes=list(prefixes.values()), platform=platform,
         access=[PodAccess(SERVING_SERVICE_ACCOUNT, READ_ACTIONS, "vLLM pods: read the model's weights"),
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
 
+    # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
+    chart_upstreams = [img[0] for key in (LOAD_BALANCER_CONTROLLER_CHART, CLUSTER_AUTOSCALER_CHART)
+                       if (img := settings.chart_image(key))]
+    cache = PullThroughCache(name, PullThroughCacheArgs(
+        region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
+        node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))
+
     # the AWS Load Balancer Controller (the router's NLB) and the Cluster Autoscaler (GPU nodes follow
     # KEDA's replicas), on the system nodes
-    autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, tags, parent=cluster)
+    autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, cluster.cluster.arn, tags,
+                                                      parent=cluster)
     addons = ClusterAddons(name, ClusterAddonsArgs(
-        cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region,
+        cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region, registry_host=cache.registry_host,
         after=[cluster.system_node_group, *cluster.addons, cluster.load_balancer_controller_pod_identity,
                autoscaler_identity.association]),
         opts=pulumi.ResourceOptions(provider=cluster.provider))
@@ -130,7 +149,8 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets) 
         app = KubernetesApp(name, KubernetesAppArgs(
             plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
             service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
-            api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller),
+            api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
+            registry_host=cache.registry_host, system_nodes=system_nodes.desired),
             opts=pulumi.ResourceOptions(provider=cluster.provider,
                                         depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
                                                     *cluster.addons, store]))

@@ -56,12 +56,13 @@ def router_args(namespace: str) -> list[str]:
             "--engine-stats-interval", "15", "--request-stats-window", "60"]
 
 
-def deployment(namespace: str) -> dict[str, Any]:
+def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
+    """`image`: the reference nodes pull (the pull-through cache's, infra/registry.py)."""
     r = settings.serving()["router"]
     get = {"path": "/health", "port": "http"}
     container = {
         "name": "router",
-        "image": settings.image("router").ref,
+        "image": image or settings.image("router").ref,
         "args": router_args(namespace),
         # clients send their own `Authorization: Bearer` key, which the router passes through to vLLM;
         # the router's own key lets it list models on the engines it discovers
@@ -117,11 +118,14 @@ def service(namespace: str, options: DeploymentOptions) -> dict[str, Any]:
         if not options.endpoint_allowed_cidrs:
             raise ValueError("llmcap:deployment.public_endpoint needs endpoint_allowed_cidrs (the clients' CIDRs; "
                              "write 0.0.0.0/0 to open it to everyone on purpose)")
+        spec["loadBalancerSourceRanges"] = list(options.endpoint_allowed_cidrs)
+    if options.tls_certificate_arn:
+        # TLS terminates on the NLB with the ACM certificate, internal or internet-facing alike, so the
+        # bearer key never crosses the network in cleartext; the NLB -> pod hop stays inside the VPC
         ann[LB + "ssl-cert"] = options.tls_certificate_arn
         ann[LB + "ssl-ports"] = "443"
         ann[LB + "ssl-negotiation-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
         spec["ports"] = [{"name": "https", "port": 443, "targetPort": "http", "protocol": "TCP"}]
-        spec["loadBalancerSourceRanges"] = list(options.endpoint_allowed_cidrs)
     else:
         spec["ports"] = [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta(NAME, namespace, LABELS, ann), "spec": spec}

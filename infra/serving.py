@@ -6,7 +6,7 @@ constants from infra/data/serving.yaml. No pulumi import.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from infra import settings
@@ -23,6 +23,7 @@ from infra.k8s_common import (
 )
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from infra.platform import Platform
+from infra.registry import ImageRefs
 from infra.vllm_args import ModelSource, MultiNode, serve_args
 from infra.weights import WeightsLocation, cache_size_limit, loading_mode, model_source, sync_init_container
 from sizing.plan import Pool
@@ -39,6 +40,8 @@ class ServingContext:
     weights: WeightsLocation
     platform: Platform
     instance_store: bool  # llmcap:deployment.model_cache_on_instance_store
+    # where the images come from (the pull-through cache or the user's registry; infra/registry.py)
+    images: ImageRefs = field(default_factory=ImageRefs.upstream)
 
 
 def gpus_per_pod(pool: Pool) -> int:
@@ -169,7 +172,7 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     ]
     container: dict[str, Any] = {
         "name": "vllm",
-        "image": settings.image("vllm").ref,
+        "image": ctx.images.vllm,
         "command": ["vllm", "serve"],
         "args": args,
         "env": env,
@@ -202,7 +205,7 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         volumes.append({"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, ctx.platform)}})
         mounts.append({"name": "models", "mountPath": "/models", "readOnly": True})
         volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}})  # the sync container's /tmp
-        pod["initContainers"] = [sync_init_container(ctx.weights, ctx.region)]
+        pod["initContainers"] = [sync_init_container(ctx.weights, ctx.region, ctx.images.aws_cli)]
     return pod
 
 

@@ -15,12 +15,20 @@ DATA_DIR = Path(__file__).parent / "data"
 
 @dataclass(frozen=True)
 class Image:
-    image: str
+    image: str  # the repository path on its registry, e.g. vllm/vllm-openai
     tag: str
+    registry: str = "docker.io"  # the upstream registry host
+    digest: str | None = None  # sha256:..., only where read from the registry (versions.yaml)
+
+    @property
+    def pin(self) -> str:
+        return f":{self.tag}@{self.digest}" if self.digest else f":{self.tag}"
 
     @property
     def ref(self) -> str:
-        return f"{self.image}:{self.tag}"
+        """The upstream reference (Docker Hub images without the host, as `docker pull` names them)."""
+        host = "" if self.registry == "docker.io" else f"{self.registry}/"
+        return f"{host}{self.image}{self.pin}"
 
 
 @dataclass(frozen=True)
@@ -42,13 +50,57 @@ def _load(name: str) -> dict[str, Any]:
 
 def image(key: str) -> Image:
     v = _load("versions.yaml")["images"][key]
-    return Image(image=str(v["image"]), tag=str(v["tag"]))
+    return Image(image=str(v["image"]), tag=str(v["tag"]), registry=str(v.get("registry") or "docker.io"),
+                 digest=str(v["digest"]) if v.get("digest") else None)
+
+
+def image_digest_status(key: str) -> str:
+    """Why an image has no digest pin (versions.yaml `digest_status`), or "" when it has one."""
+    v = _load("versions.yaml")["images"][key]
+    return "" if v.get("digest") else str(v.get("digest_status") or "unverified")
+
+
+def registries() -> dict[str, Any]:
+    """infra/data/registries.yaml: upstream registries, their pull-through cache prefixes, the rules' sources."""
+    return _load("registries.yaml")
 
 
 def chart(key: str) -> Chart:
     v = _load("versions.yaml")["charts"][key]
     return Chart(name=key.replace("_", "-"), chart=str(v["chart"]), repo=str(v["repo"]),
                  version=str(v["version"]), namespace=str(v["namespace"]))
+
+
+def chart_image(key: str) -> tuple[str, str] | None:
+    """(upstream registry host, repository path) of a chart's image that llmcap routes through the cache."""
+    v = _load("versions.yaml")["charts"][key].get("image")
+    return (str(v["registry"]), str(v["path"])) if v else None
+
+
+def chart_app_version(key: str) -> str:
+    """The application version a chart installs (its appVersion), where the versions file records it."""
+    return str(_load("versions.yaml")["charts"][key]["app_version"])
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    """One row of the compatibility table: a component version and the Kubernetes minors it supports."""
+
+    version: str
+    kubernetes_min: str
+    kubernetes_max: str | None  # None: the source states only a minimum
+    rule: str
+    source: str
+    as_of: str
+
+
+def compatibility() -> dict[str, Compatibility]:
+    """infra/data/versions.yaml `compatibility`: component key -> its row."""
+    rows = _load("versions.yaml")["compatibility"]
+    return {k: Compatibility(version=str(v["version"]), kubernetes_min=str(v["kubernetes_min"]),
+                             kubernetes_max=None if v["kubernetes_max"] is None else str(v["kubernetes_max"]),
+                             rule=str(v["rule"]), source=str(v["source"]), as_of=str(v["as_of"]))
+            for k, v in rows.items()}
 
 
 def serving() -> dict[str, Any]:

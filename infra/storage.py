@@ -56,6 +56,7 @@ class PodAccess:
 @dataclass
 class WeightsStoreArgs:
     cluster_name: pulumi.Input[str]
+    cluster_arn: pulumi.Input[str]
     namespace: str
     prefixes: list[str]  # one per checkpoint the plan serves
     platform: Platform
@@ -97,7 +98,8 @@ class WeightsStore(pulumi.ComponentResource):
 
         self.roles = {}
         for acc in args.access:
-            role = aws.iam.Role(f"{name}-{acc.service_account}", assume_role_policy=pod_identity_trust_policy(),
+            role = aws.iam.Role(f"{name}-{acc.service_account}", assume_role_policy=pod_identity_trust_policy(
+                                    args.cluster_arn, args.namespace, acc.service_account),
                                 description=acc.description, tags=tags, opts=child)
             aws.iam.RolePolicy(f"{name}-{acc.service_account}", role=role.id,
                                policy=self.bucket.arn.apply(_access_policy(args.prefixes, acc.object_actions)),

@@ -27,6 +27,7 @@ from infra.k8s_common import (
 )
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
 from infra.platform import Platform, model_cache_gib
+from infra.registry import ImageRefs
 from infra.vllm_args import ModelSource
 from sizing.node_storage import cache_fits_nvme
 from sizing.plan import Pool
@@ -68,11 +69,11 @@ def _aws_env(region: str) -> list[dict[str, Any]]:
     return [{"name": "AWS_REGION", "value": region}, {"name": "HOME", "value": "/home/app"}]
 
 
-def sync_init_container(where: WeightsLocation, region: str) -> dict[str, Any]:
+def sync_init_container(where: WeightsLocation, region: str, image: str | None = None) -> dict[str, Any]:
     """Copies the model from S3 onto the pod's NVMe-backed emptyDir before vLLM starts."""
     return {
         "name": "weights-sync",
-        "image": settings.image("aws_cli").ref,
+        "image": image or settings.image("aws_cli").ref,
         "command": ["aws", "s3", "sync", where.uri, MODEL_DIR, "--only-show-errors", "--no-progress"],
         "env": _aws_env(region),
         "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
@@ -84,10 +85,11 @@ def sync_init_container(where: WeightsLocation, region: str) -> dict[str, Any]:
 
 def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, pool: Pool,
              platform: Platform, with_hf_token: bool, name: str = JOB_NAME,
-             revision: str | None = None) -> dict[str, Any]:
+             revision: str | None = None, images: ImageRefs | None = None) -> dict[str, Any]:
     """Hub → S3, once per checkpoint: `model` is the checkpoint the pool serves (`pool.vllm.model`).
     Runs on a node of `pool`, the first pool serving it (its NVMe holds the scratch copy; a system
     node's root volume would not hold a 405B checkpoint), without requesting a GPU."""
+    images = images or ImageRefs.upstream()
     download_env = [{"name": "HOME", "value": "/home/app"}, {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if with_hf_token:
         download_env.append(secret_env("HF_TOKEN", HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY))
@@ -105,7 +107,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [pool.name]}]}]}}},
         "initContainers": [{
             "name": "download",
-            "image": settings.image("vllm").ref,
+            "image": images.vllm,
             # the `hf` CLI ships with huggingface_hub in the vLLM image; original/* holds duplicate
             # consolidated .pth files that vLLM does not read
             # --revision: the commit pinned in sizing/data/checkpoints.csv (the plan's checkpoint_revision)
@@ -118,7 +120,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
         }],
         "containers": [{
             "name": "upload",
-            "image": settings.image("aws_cli").ref,
+            "image": images.aws_cli,
             "command": ["aws", "s3", "sync", MODEL_DIR, where.uri, "--only-show-errors", "--no-progress",
                         "--exclude", ".cache/*"],
             "env": _aws_env(region),

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from sizing.catalog import BUNDLED_DIR, ApiPrice, Catalog
 from sizing.plan import ApiComparison, CostLine
+from sizing.platform_defaults import number
 
 HOURS_PER_MONTH = 730.0
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
@@ -125,10 +126,26 @@ def api_comparison(catalog: Catalog, hf_id: str, params_active_b: float, params_
     return rows, note
 
 
+def control_plane_log_gb_month(nodes: int) -> float:
+    """EKS control-plane log volume (audit + authenticator), GB/month: an estimate (platform.csv rows)."""
+    return number("control_plane_log_gb_base") + number("control_plane_log_gb_per_node") * nodes
+
+
+def control_plane_log_usd_per_gb(region: str) -> float | None:
+    """Ingestion plus steady-state storage of one GB under the retention (CloudWatch Logs, us-east-1 rows)."""
+    if region != "us-east-1":
+        return None
+    months_kept = number("control_plane_log_retention_days") / 30.4
+    storage = number("cloudwatch_logs_storage_usd_per_gb_month")
+    return number("cloudwatch_logs_ingestion_usd_per_gb") + storage * months_kept
+
+
 def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volume_gib_total: float,
-                   system_instance_type: str, system_nodes: int, nat_gateways: int) -> list[CostLine]:
-    """The platform under the GPUs: EKS control plane, system nodes, NAT gateways, weight storage
-    and node root volumes. A line without a price in the catalog shows as not priced."""
+                   system_instance_type: str, system_nodes: int, nat_gateways: int,
+                   nodes_total: int = 0) -> list[CostLine]:
+    """The platform under the GPUs: EKS control plane and its CloudWatch logs, system nodes, NAT gateways,
+    weight storage and node root volumes (GPU and system, GiB). `nodes_total`: GPU + system nodes, for the
+    log estimate. A line without a price in the catalog shows as not priced."""
     pp = catalog.platform_prices
 
     def unit(item: str) -> float | None:
@@ -143,6 +160,9 @@ def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volum
     return [
         line("EKS control plane", 1, "cluster", unit("EKS control plane (standard support)"), HOURS_PER_MONTH,
              "platform_prices.csv"),
+        line(f"EKS control-plane logs (CloudWatch, {int(number('control_plane_log_retention_days'))}-day retention, "
+             "estimated volume)", round(control_plane_log_gb_month(nodes_total), 1), "GB",
+             control_plane_log_usd_per_gb(region), 1.0, "platform.csv"),
         line(f"System nodes (on-demand, {system_instance_type})", system_nodes, "instances", cpu, HOURS_PER_MONTH,
              "cpu_instance_prices.csv"),
         line("NAT gateways", nat_gateways, "gateways", unit("NAT gateway hourly"), HOURS_PER_MONTH,

@@ -14,6 +14,12 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# Secrets Manager secret for an ECR pull-through cache rule: the name "begins with ecr-pullthroughcache/"
+# (ECR CreatePullThroughCacheRule credentialArn pattern, docs.aws.amazon.com/AmazonECR/latest/APIReference)
+_PTC_SECRET_ARN = re.compile(
+    r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+$")
+_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[\w-]+$")
+_REGISTRY = re.compile(r"^[a-z0-9.-]+(:\d+)?(/[a-z0-9._-]+)*$")
 _ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 
 
@@ -35,10 +41,17 @@ class DeploymentOptions(BaseModel):
     vpc_cidr: str = Field(default="10.40.0.0/16", description="CIDR of the VPC llmcap creates (/16 to /20)")
     nat_gateways: int | None = Field(
         default=None, ge=1, le=6,
-        description="NAT gateways in the VPC llmcap creates; default nat_gateways in sizing/data/platform.csv")
+        description="cap on the NAT gateways of the VPC llmcap creates; default one per AZ (platform.csv)")
     cluster_endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the EKS API publicly; empty = private API endpoint only")
+        description="CIDRs allowed to reach the EKS API publicly (the address `pulumi up` runs from, e.g. "
+                    "your egress /32 or your CI's range); the private endpoint stays on for the nodes")
+    cluster_endpoint_private_only: bool = Field(
+        default=False,
+        description="no public EKS API: Pulumi runs where the private endpoint is reachable (inside the VPC "
+                    "you bring with vpc_id, over VPN, Direct Connect or peering)")
+    cluster_endpoint_allow_open: bool = Field(
+        default=False, description="allow 0.0.0.0/0 in cluster_endpoint_public_access_cidrs (on purpose)")
     kubernetes_version: str | None = Field(
         default=None, pattern=r"^1\.\d{2}$",
         description="EKS Kubernetes version; default the pinned version in infra/data/platform.yaml")
@@ -48,14 +61,27 @@ class DeploymentOptions(BaseModel):
     system_node_instance_type: str | None = Field(
         default=None, description="CPU system node type; default system_node_instance_type in platform.csv")
     system_node_count: int | None = Field(
-        default=None, ge=1, le=20, description="CPU system nodes; default system_node_count in platform.csv")
+        default=None, ge=1, le=20,
+        description="CPU system nodes; default sized from the plan (sizing/system_nodes.py), at least "
+                    "system_node_count in platform.csv")
     model_cache_on_instance_store: bool = Field(
         default=True, description="put containerd and the model cache on the instance-store NVMe (RAID0) "
                                   "where the instance type has one")
     weights_bucket_force_destroy: bool = Field(
         default=False, description="let `pulumi destroy` delete the weights bucket while it holds objects")
+    docker_hub_credential_arn: str | None = Field(
+        default=None,
+        description="Secrets Manager secret (name ecr-pullthroughcache/...) with a Docker Hub username and "
+                    "access token, for the ECR pull-through cache rule that serves the vLLM and router images")
+    image_registry: str | None = Field(
+        default=None,
+        description="a registry you run that mirrors the upstreams as <registry>/<prefix>/<path> (prefixes "
+                    "docker-hub, ecr-public, k8s, quay, as ECR pull-through caches name them); llmcap then "
+                    "creates no cache rules")
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
-    tls_certificate_arn: str | None = Field(default=None, description="ACM certificate for the public endpoint")
+    tls_certificate_arn: str | None = Field(
+        default=None, description="ACM certificate: TLS on the endpoint's NLB (443), internal or public; "
+                                  "required with public_endpoint")
     endpoint_allowed_cidrs: list[str] = Field(default_factory=list,
                                               description="CIDRs allowed to reach a public endpoint")
 
@@ -72,6 +98,29 @@ class DeploymentOptions(BaseModel):
     def _cidrs(cls, v: list[str]) -> list[str]:
         return [_cidr(c) for c in v]
 
+    @field_validator("tls_certificate_arn")
+    @classmethod
+    def _acm(cls, v: str | None) -> str | None:
+        if v is not None and not _ACM_ARN.match(v):
+            raise ValueError(f"{v!r} is not an ACM certificate ARN (arn:aws:acm:REGION:ACCOUNT:certificate/ID)")
+        return v
+
+    @field_validator("docker_hub_credential_arn")
+    @classmethod
+    def _ptc_secret(cls, v: str | None) -> str | None:
+        if v is not None and not _PTC_SECRET_ARN.match(v):
+            raise ValueError(f"{v!r} is not a Secrets Manager secret ARN whose name starts with ecr-pullthroughcache/ "
+                             "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:ecr-pullthroughcache/NAME)")
+        return v
+
+    @field_validator("image_registry")
+    @classmethod
+    def _registry(cls, v: str | None) -> str | None:
+        if v is not None and not _REGISTRY.match(v.rstrip("/")):
+            raise ValueError(f"{v!r} is not a registry host with an optional path (e.g. "
+                             "123456789012.dkr.ecr.us-east-1.amazonaws.com/mirror), without a scheme")
+        return v
+
     @field_validator("admin_principal_arns")
     @classmethod
     def _arns(cls, v: list[str]) -> list[str]:
@@ -82,6 +131,13 @@ class DeploymentOptions(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> DeploymentOptions:
+        open_cidrs = [c for c in self.cluster_endpoint_public_access_cidrs if ipaddress.ip_network(c).prefixlen == 0]
+        if open_cidrs and not self.cluster_endpoint_allow_open:
+            raise ValueError(f"cluster_endpoint_public_access_cidrs: {open_cidrs[0]} opens the EKS API to the whole "
+                             "internet; list the address Pulumi runs from, or set cluster_endpoint_allow_open: true")
+        if self.cluster_endpoint_private_only and self.cluster_endpoint_public_access_cidrs:
+            raise ValueError("cluster_endpoint_private_only: true contradicts cluster_endpoint_public_access_cidrs; "
+                             "keep one of them")
         if self.public_endpoint and not self.tls_certificate_arn:
             raise ValueError("public_endpoint: true needs tls_certificate_arn (an ACM certificate ARN)")
         if self.public_endpoint and not self.endpoint_allowed_cidrs:

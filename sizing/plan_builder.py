@@ -30,6 +30,7 @@ from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSetting
 from sizing.platform_defaults import number, setting
 from sizing.purchase import cheapest_for_mixed_purchase, split, spot_notes
 from sizing.stack import Stack
+from sizing.system_nodes import nat_gateway_count, size_system_nodes
 
 REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint", "unsupported-precision",
                 "no-price", "bad-parallelism", "not-offered", "fractional-gpu", "no-gpu-specs")
@@ -253,10 +254,14 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     out_tps = demand.output_tokens_per_s
     d = stack.deployment
     system_type = d.system_node_instance_type or setting("system_node_instance_type")
-    system_nodes = d.system_node_count or int(number("system_node_count"))
-    nat = 0 if d.vpc_id else (d.nat_gateways if d.nat_gateways is not None else int(number("nat_gateways")))
+    system = size_system_nodes(pools, system_type, stack.region, d.system_node_count)
+    offered = {p.instance_type: cat.offered_azs(p.instance_type, stack.region) for p in pools}
+    nat = 0 if d.vpc_id else nat_gateway_count(offered, d.nat_gateways, int(number("max_azs")))
+    gpu_nodes = sum(p.instances_desired for p in pools)
     plat = platform_lines(cat, stack.region, max(p.checkpoint_gib for p in pools),
-                          sum(p.root_volume_gib * p.instances_desired for p in pools), system_type, system_nodes, nat)
+                          sum(p.root_volume_gib * p.instances_desired for p in pools)
+                          + system.root_volume_gib * system.desired, system_type, system.desired, nat,
+                          nodes_total=gpu_nodes + system.desired)
     plat_month = sum(line.usd_per_month or 0.0 for line in plat)
     unpriced = [line.name for line in plat if line.usd_per_month is None]
     if unpriced:

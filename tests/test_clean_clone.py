@@ -50,12 +50,52 @@ def readme_cloud_steps(readme: Path) -> list[list[str]]:
     block = re.search(r"```bash\n(.*?)```", section, re.S)
     assert block, "README: no bash block under 'For cloud users'"
     steps = []
-    for line in block.group(1).splitlines():
+    lines = re.sub(r"\\\n\s*", " ", block.group(1)).splitlines()  # join `\` continuations
+    for line in lines:
         line = re.sub(r"\s+#\s.*$", "", line).strip()
+        if not line or line.startswith("#"):
+            continue
         for part in line.split("&&"):
             if part.strip():
                 steps.append(shlex.split(part.strip().replace('"$(openssl rand -hex 32)"', "OPENSSL_HEX_32")))
     return steps
+
+
+# what the README's `$(...)` substitutions print, on a machine with AWS credentials
+SHELL_VALUES = {
+    "$(curl -s https://checkip.amazonaws.com)/32": "203.0.113.7/32",
+    "$(aws secretsmanager describe-secret --secret-id ecr-pullthroughcache/docker-hub --query ARN --output text)":
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf",
+}
+
+
+def config_set_path(stack_file: Path, path: str, value: str) -> None:
+    """`pulumi config set --path KEY.a.b[0] VALUE`: a plain (not secret) value written into the stack file."""
+    import yaml
+
+    doc = yaml.safe_load(stack_file.read_text()) or {}
+    cfg = doc.setdefault("config", {})
+    key, _, rest = path.partition(".")
+    parts = [p for p in re.split(r"\.|\[(\d+)\]", rest) if p]
+    node = cfg.setdefault(key, {})
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        nxt = parts[i + 1] if not last else None
+        if part.isdigit():
+            assert isinstance(node, list)
+            idx = int(part)
+            while len(node) <= idx:
+                node.append(None)
+            if last:
+                node[idx] = value
+            else:
+                node[idx] = node[idx] or ([] if nxt and nxt.isdigit() else {})
+                node = node[idx]
+        elif last:
+            node[part] = value
+        else:
+            node = node.setdefault(part, [] if nxt and nxt.isdigit() else {})
+    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
 def cli(project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[int, str]:
@@ -100,6 +140,11 @@ def follow_readme(project: Path, monkeypatch: pytest.MonkeyPatch, install: bool 
             assert (project / "stacks" / f"Pulumi.{stack}.yaml").is_file(), argv
         elif argv[:4] == ["pulumi", "config", "set", "--secret"]:
             secrets[argv[4]] = pysecrets.token_hex(32) if argv[5] == "OPENSSL_HEX_32" else argv[5]
+        elif argv[:4] == ["pulumi", "config", "set", "--path"]:
+            assert stack is not None, argv
+            config_set_path(project / "stacks" / f"Pulumi.{stack}.yaml", argv[4], SHELL_VALUES.get(argv[5], argv[5]))
+        elif argv[:2] == ["aws", "secretsmanager"]:
+            skipped.append(" ".join(argv[:3]))  # creates the Docker Hub credential in the account
         elif argv in (["."] + [".venv/bin/activate"], ["source", ".venv/bin/activate"]):
             assert preview is not None, "the README activates .venv before pulumi preview created it"
         elif argv[:2] == ["llmcap", "preflight"]:
@@ -159,7 +204,8 @@ def test_clean_clone_follows_the_readme_to_preview_and_deploys_the_saved_plan(
     assert outputs[exports.PLAN] == saved.plan.model_dump(mode="json")
     node_groups = [r for r in resources if r.type == h.NODE_GROUP and r.name.startswith(f"llmcap-{stack}-")
                    and r.name != f"llmcap-{stack}-system"]
-    assert node_groups and skipped == [f"llmcap preflight stacks/Pulumi.{stack}.yaml"]
+    assert node_groups and skipped == ["aws secretsmanager create-secret",
+                                       f"llmcap preflight stacks/Pulumi.{stack}.yaml"]
 
 
 def test_preview_stops_with_one_line_when_the_stack_file_changed_or_has_no_saved_plan(
@@ -208,6 +254,13 @@ def test_catalog_refresh_and_calibration_change_nothing_until_plan_write(
     from sizing.calibration_overlay import Overlay, OverlayEntry, overlay_path
 
     secrets = {"llmcap:api_key": "k" * 64}
+    # the README's deployment settings (the EKS API from this address, the Docker Hub credential), saved
+    stack_file = clone / "stacks" / "Pulumi.dev.yaml"
+    config_set_path(stack_file, "llmcap:deployment.cluster_endpoint_public_access_cidrs[0]", "203.0.113.7/32")
+    config_set_path(stack_file, "llmcap:deployment.docker_hub_credential_arn",
+                    "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf")
+    code, out = cli(clone, monkeypatch, ["plan", "stacks/Pulumi.dev.yaml", "--write"])
+    assert code == 0, out
     before, _ = h.run_program_file(clone, "dev", secrets)
     saved = SavedPlan.model_validate_json((clone / "stacks" / "Pulumi.dev.plan.json").read_text())
     # the machine refreshes its catalog and records a (poor) measurement of the planned pool

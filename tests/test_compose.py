@@ -69,3 +69,39 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     r = subprocess.run(["docker", "compose", "-f", str(tmp_path / "docker-compose.yml"), "config", "--quiet"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# --- hardening (issue 18 item 13) ------------------------------------------------------------------
+
+def test_compose_refuses_to_start_without_a_key_binds_to_localhost_and_runs_vllm_as_non_root() -> None:
+    from infra.compose import BIND_ADDRESS_VAR, RUN_AS
+
+    doc = build(make_plan()).compose
+    VALIDATOR.validate(doc)
+    vllm = doc["services"]["vllm"]
+    # `${VAR:?message}` makes `docker compose up` fail when the variable is unset OR empty (an empty
+    # VLLM_API_KEY turns vLLM's auth off)
+    key = vllm["environment"]["VLLM_API_KEY"]
+    assert key.startswith("${VLLM_API_KEY:?") and key.endswith("}"), key
+    assert vllm["ports"] == [f"${{{BIND_ADDRESS_VAR}:-127.0.0.1}}:8000:8000"]
+    assert vllm["user"] == RUN_AS and not RUN_AS.startswith("0")
+    assert "no-new-privileges:true" in vllm["security_opt"]
+    # the cache volume is handed to that user before vLLM starts (a new named volume is root's)
+    init = doc["services"]["volume-init"]
+    assert vllm["depends_on"]["volume-init"] == {"condition": "service_completed_successfully"}
+    assert init["user"] == "0:0" and init["command"][:2] == ["chown", "-R"] and RUN_AS in init["command"]
+    assert {v.split(":")[1] for v in vllm["volumes"]} == {v.split(":")[1] for v in init["volumes"]}
+    env = vllm["environment"]
+    assert env["HF_HOME"].startswith(env["HOME"].rsplit("/", 1)[0])  # caches on the writable volume
+    assert env["USER"]  # torch's cache dirs call getpass.getuser(), which needs USER for a UID without passwd
+
+
+def test_compose_interpolation_rejects_an_empty_key() -> None:
+    """What Compose does with `${VLLM_API_KEY:?...}`: the same rule, on an empty and an unset value."""
+    from infra.compose import interpolation_errors
+
+    doc = build(make_plan()).compose
+    assert interpolation_errors(doc, {"VLLM_API_KEY": "k"}) == []
+    for env in ({}, {"VLLM_API_KEY": ""}):
+        errors = interpolation_errors(doc, env)
+        assert errors and "VLLM_API_KEY" in errors[0], env

@@ -173,12 +173,14 @@ def test_gpu_node_groups_carry_discovery_and_scale_from_zero_tags(bundled: Rende
             assert {"key": GPU_TAINT_KEY, "value": "true", "effect": "NO_SCHEDULE"} in ng.inputs["taints"]
 
 
-def test_system_node_group_is_not_autoscaled(bundled: RenderResult) -> None:
+def test_system_node_group_can_be_grown_by_the_autoscaler(bundled: RenderResult) -> None:
+    """Issue 14 item 11: the system pods (router, add-ons, Prometheus) may outgrow the planned nodes; the
+    Cluster Autoscaler discovers the group by the tags EKS puts on every managed node group's Auto
+    Scaling group and grows it up to max. No scale-from-zero template: min is at least two."""
     for ng in bundled.of_type(h.NODE_GROUP):
         if not ng.inputs.get("taints"):
-            assert not any(k.startswith("k8s.io/cluster-autoscaler") for k in ng.inputs.get("tags", {})), ng.name
             sc = ng.inputs["scalingConfig"]
-            assert sc["minSize"] == sc["maxSize"], ng.name
+            assert 2 <= sc["minSize"] == sc["desiredSize"] < sc["maxSize"], ng.name
 
 
 # --- ordering -------------------------------------------------------------------------------------

@@ -72,7 +72,9 @@ def test_imdsv2_required_on_every_launch_template_and_every_node_group_uses_one(
     for lt in lts:
         md = lt.inputs.get("metadataOptions", {})
         assert md.get("httpTokens") == "required", lt.name
-        assert md.get("httpPutResponseHopLimit") == 2, lt.name
+        # hop limit 1: a pod (one network hop beyond the node) cannot reach IMDS and the node role;
+        # pods get AWS credentials from EKS Pod Identity instead
+        assert md.get("httpPutResponseHopLimit") == 1, lt.name
         for bdm in lt.inputs["blockDeviceMappings"]:
             assert bdm["ebs"]["encrypted"] == "true", lt.name
     lt_ids = {lt.id for lt in lts}
@@ -402,9 +404,31 @@ def test_main_reads_config_validates_plans_and_builds() -> None:
     from sizing.stack import read_config
 
     config = read_config(h.ROOT / "stacks" / "Pulumi.dev.yaml")
-    resources = _run_main({**config, "llmcap:api_key": "k"}, ["llmcap:api_key"])
+    resources = _run_main({**config, "llmcap:api_key": "k", "llmcap:deployment": DEPLOYABLE}, ["llmcap:api_key"])
     gpu_groups = [r for r in resources if r.type == h.NODE_GROUP and r.inputs.get("taints")]
     assert gpu_groups and all(r.inputs["amiType"].endswith("NVIDIA") for r in gpu_groups)
+
+
+# what the README's cloud steps add to a bundled stack: the address Pulumi runs from, the Docker Hub token
+DEPLOYABLE = {"cluster_endpoint_public_access_cidrs": ["198.51.100.7/32"],
+              "docker_hub_credential_arn":
+                  "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-AbCdEf"}
+
+
+def test_main_stops_before_creating_anything_when_pulumi_could_not_reach_the_eks_api() -> None:
+    """Issue 14 item 6: a bundled stack as shipped (private API, VPC created in the same run) fails the
+    preview with one line per problem and registers no resource."""
+    import pulumi
+
+    from sizing.stack import read_config
+
+    config = read_config(h.ROOT / "stacks" / "Pulumi.dev.yaml")
+    with pytest.raises(pulumi.RunError) as err:
+        _run_main({**config, "llmcap:api_key": "k"}, ["llmcap:api_key"])
+    lines = str(err.value).splitlines()
+    assert any(ln.startswith("[endpoint-unreachable] ") and "cluster_endpoint_public_access_cidrs" in ln
+               for ln in lines), lines
+    assert any(ln.startswith("[image-source] ") for ln in lines), lines
 
 
 def test_main_refuses_to_run_without_an_api_key() -> None:
@@ -433,3 +457,107 @@ def test_render_survives_a_closed_event_loop() -> None:
     asyncio.set_event_loop(None)
     result = h.render(factory_stack(), make_plan(stack="t"))
     assert result.of_type(h.NODE_GROUP)
+
+
+def test_every_pod_identity_role_trusts_only_its_account_cluster_and_service_account(bundled: RenderResult) -> None:
+    """Confused-deputy conditions (issue 18 item 13): aws:SourceAccount, and the session tags EKS Pod
+    Identity sets (eks-cluster-arn, kubernetes-namespace, kubernetes-service-account) pinned to the one
+    association that uses the role."""
+    from infra.render import MOCK_ACCOUNT
+
+    cluster_arn = bundled.of_type(h.CLUSTER)[0].outputs["arn"]
+    assocs = {a.inputs["roleArn"]: a
+              for a in bundled.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")}
+    addon_assocs = {p["roleArn"]: ("kube-system", p["serviceAccount"])
+                    for a in bundled.of_type("aws:eks/addon:Addon")
+                    for p in a.inputs.get("podIdentityAssociations") or []}
+    pod_roles = [r for r in bundled.of_type("aws:iam/role:Role")
+                 if "pods.eks.amazonaws.com" in json.dumps(h.policy(r.inputs["assumeRolePolicy"]))]
+    assert len(pod_roles) >= 5, [r.name for r in pod_roles]  # vpc-cni, LB controller, autoscaler, vllm, loader
+    for role in pod_roles:
+        arn = role.outputs["arn"]
+        if arn in assocs:
+            ns, sa = assocs[arn].inputs["namespace"], assocs[arn].inputs["serviceAccount"]
+        else:
+            assert arn in addon_assocs, f"{role.name}: no pod identity association uses it"
+            ns, sa = addon_assocs[arn]
+        (stmt,) = h.policy(role.inputs["assumeRolePolicy"])["Statement"]
+        assert stmt["Condition"]["StringEquals"] == {
+            "aws:SourceAccount": MOCK_ACCOUNT, "aws:RequestTag/eks-cluster-arn": cluster_arn,
+            "aws:RequestTag/kubernetes-namespace": ns, "aws:RequestTag/kubernetes-service-account": sa}, role.name
+
+
+# --- images (issue 14 item 9) ----------------------------------------------------------------------
+
+PTC_RULE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+
+
+def _container_images(result: RenderResult) -> list[tuple[str, str]]:
+    from infra.manifests import kubernetes_objects
+
+    out = []
+    for obj in kubernetes_objects(resources_document(result)):
+        spec = obj.get("spec") or {}
+        pods = [spec.get("template", {}).get("spec")] if "template" in spec else []
+        if "leaderWorkerTemplate" in spec:
+            t = spec["leaderWorkerTemplate"]
+            pods = [t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]]
+        for pod in filter(None, pods):
+            for c in [*pod.get("initContainers", []), *pod["containers"]]:
+                out.append((f"{obj['kind']}/{obj['metadata']['name']}/{c['name']}", c["image"]))
+    return out
+
+
+def test_every_image_comes_through_the_pull_through_cache(bundled: RenderResult) -> None:
+    from infra.render import MOCK_ACCOUNT
+
+    host = f"{MOCK_ACCOUNT}.dkr.ecr.{bundled.plan.region}.amazonaws.com/"
+    images = _container_images(bundled)
+    assert images
+    for where, ref in images:
+        assert ref.startswith(host), f"{where}: {ref}"
+        assert not ref.endswith(":latest"), f"{where}: {ref}"
+    releases = {r.name: r.inputs["values"] for r in bundled.of_type("kubernetes:helm.sh/v3:Release")}
+    assert releases["aws-load-balancer-controller"]["image"]["repository"] == (
+        host + "ecr-public/eks/aws-load-balancer-controller")
+    assert releases["cluster-autoscaler"]["image"]["repository"] == host + "k8s/autoscaling/cluster-autoscaler"
+    rules = {r.inputs["ecrRepositoryPrefix"]: r.inputs for r in bundled.of_type(PTC_RULE)}
+    assert rules["ecr-public"]["upstreamRegistryUrl"] == "public.ecr.aws" and "credentialArn" not in rules["ecr-public"]
+    assert rules["k8s"]["upstreamRegistryUrl"] == "registry.k8s.io"
+
+
+def test_docker_hub_rule_uses_the_credential_and_nodes_may_fill_the_cache() -> None:
+    arn = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+    result = h.render(factory_stack(deployment={"docker_hub_credential_arn": arn}), make_plan(stack="t"))
+    rules = {r.inputs["ecrRepositoryPrefix"]: r.inputs for r in result.of_type(PTC_RULE)}
+    assert rules["docker-hub"] == {"ecrRepositoryPrefix": "docker-hub", "upstreamRegistryUrl": "registry-1.docker.io",
+                                   "credentialArn": arn}
+    node_role = h.one(result, "aws:iam/role:Role", "llmcap-t-node")
+    (pol,) = [p for p in result.of_type("aws:iam/rolePolicy:RolePolicy")
+              if p.inputs["role"] == node_role.outputs["name"]]
+    (stmt,) = h.policy(pol.inputs["policy"])["Statement"]
+    assert stmt["Action"] == ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"]
+    assert sorted(stmt["Resource"]) == sorted(f"arn:aws:ecr:us-east-1:123456789012:repository/{p}/*"
+                                              for p in ("docker-hub", "ecr-public", "k8s"))
+
+
+def test_a_registry_the_user_names_replaces_the_cache() -> None:
+    reg = "111122223333.dkr.ecr.us-east-1.amazonaws.com/mirror"
+    result = h.render(factory_stack(deployment={"image_registry": reg}), make_plan(stack="t"))
+    assert not result.of_type(PTC_RULE)
+    for where, ref in _container_images(result):
+        assert ref.startswith(reg + "/"), f"{where}: {ref}"
+    router_ref = f"{reg}/docker-hub/lmcache/lmstack-router:v0.1.12"
+    assert ("Deployment/llmcap-router/router", router_ref) in _container_images(result)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"docker_hub_credential_arn": "arn:aws:secretsmanager:us-east-1:111122223333:secret:dockerhub"},
+     "ecr-pullthroughcache/"),
+    ({"image_registry": "https://registry.example.com"}, "without a scheme"),
+])
+def test_image_source_options_reject_bad_values(bad: dict, message: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        DeploymentOptions(**bad)

@@ -54,7 +54,8 @@ def test_weights_load_from_nvme_or_stream_from_s3() -> None:
 
 
 def test_public_endpoint_needs_tls_and_source_ranges() -> None:
-    opts = DeploymentOptions(public_endpoint=True, tls_certificate_arn="arn:aws:acm:us-east-1:1:certificate/x",
+    opts = DeploymentOptions(public_endpoint=True,
+                             tls_certificate_arn="arn:aws:acm:us-east-1:111122223333:certificate/x",
                              endpoint_allowed_cidrs=["203.0.113.0/24"])
     svc = router.service("llmcap", opts)
     ann = svc["metadata"]["annotations"]
@@ -64,7 +65,7 @@ def test_public_endpoint_needs_tls_and_source_ranges() -> None:
     assert svc["spec"]["loadBalancerSourceRanges"] == ["203.0.113.0/24"]
     kubernetes_validate.validate(svc, PLATFORM.kubernetes_version, strict=True)
     with pytest.raises(ValueError, match="endpoint_allowed_cidrs"):  # the stack file is refused
-        DeploymentOptions(public_endpoint=True, tls_certificate_arn="arn:aws:acm:us-east-1:1:certificate/x")
+        DeploymentOptions(public_endpoint=True, tls_certificate_arn="arn:aws:acm:us-east-1:111122223333:certificate/x")
     unchecked = DeploymentOptions.model_construct(public_endpoint=True, tls_certificate_arn="arn:x",
                                                   endpoint_allowed_cidrs=[])
     with pytest.raises(ValueError, match="endpoint_allowed_cidrs"):  # and the builder refuses too
@@ -96,3 +97,23 @@ def test_manifests_are_one_applicable_object_per_file(tmp_path: Path) -> None:
         (tmp_path / "secrets.md").read_text()
     helm = {p.stem for p in (tmp_path / "helm").glob("*.yaml")}
     assert {"keda", "kube-prometheus-stack", "nvidia-device-plugin"} <= helm
+
+
+def test_internal_endpoint_terminates_tls_on_the_nlb_when_a_certificate_is_given() -> None:
+    """Issue 18 item 13: the bearer key must not cross the VPC in cleartext when the user has a certificate;
+    ACM on the internal NLB (docs/security.md says what stays plain without one)."""
+    arn = "arn:aws:acm:us-east-1:111122223333:certificate/abc"
+    svc = router.service("llmcap", DeploymentOptions(tls_certificate_arn=arn))
+    ann = svc["metadata"]["annotations"]
+    assert ann["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
+    assert ann["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == arn
+    assert ann["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
+    assert [p["port"] for p in svc["spec"]["ports"]] == [443]
+    assert "loadBalancerSourceRanges" not in svc["spec"]
+    plain = router.service("llmcap", DeploymentOptions())
+    assert [p["port"] for p in plain["spec"]["ports"]] == [80]
+
+
+def test_a_certificate_arn_must_be_an_acm_certificate() -> None:
+    with pytest.raises(ValueError, match="ACM certificate ARN"):
+        DeploymentOptions(tls_certificate_arn="not-an-arn")

@@ -111,7 +111,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("physics: memory, performance, demand, what binds, cold start, what a stack means",
      ["sizing.memory", "sizing.perf_step", "sizing.perf", "sizing.perf_goodput", "sizing.demand", "sizing.binding",
       "sizing.cold_start", "sizing.meaning", "sizing.checkpoint", "sizing.allocatable", "sizing.node_storage"]),
-    ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing"]),
+    ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing", "sizing.system_nodes"]),
     ("search: candidates, mixes, the planner", ["sizing.candidates", "sizing.mix", "sizing.purchase", "sizing.planner",
                                                 "sizing.plan_builder"]),
     ("analyses and adapters: compare, diff, bench, AWS", ["sizing.compare", "sizing.diff", "sizing.bench",

@@ -119,6 +119,10 @@ def _tokens_optional(r: Res) -> dict[str, Any]:
     return {**r.props, "metadataOptions": {**r.props["metadataOptions"], "httpTokens": "optional"}}
 
 
+def _hop_limit_2(r: Res) -> dict[str, Any]:
+    return {**r.props, "metadataOptions": {**r.props["metadataOptions"], "httpPutResponseHopLimit": 2}}
+
+
 def _no_metadata_options(r: Res) -> dict[str, Any]:
     return {k: v for k, v in r.props.items() if k != "metadataOptions"}
 
@@ -191,6 +195,8 @@ BAD = [  # (stack, type, name part, mutation, rule that must fail)
     ("llama405b", rules.NODE_GROUP, "p5", _untainted, "gpu-node-group-tainted"),
     ("dev", rules.LAUNCH_TEMPLATE, "g6e", _tokens_optional, "imdsv2-required"),
     ("dev", rules.LAUNCH_TEMPLATE, "system", _no_metadata_options, "imdsv2-required"),
+    ("dev", rules.LAUNCH_TEMPLATE, "g6e", _hop_limit_2, "imds-hop-limit-1"),
+    ("dev", rules.LAUNCH_TEMPLATE, "system", _hop_limit_2, "imds-hop-limit-1"),
     ("dev", rules.PUBLIC_ACCESS_BLOCK, "weights", _pab_partial, "s3-bucket-private"),
     ("dev", rules.BUCKET_POLICY, "weights", _policy_public, "s3-bucket-private"),
     ("dev", rules.BUCKETS[0], "weights", _bucket_public_acl, "s3-bucket-private"),

@@ -103,6 +103,23 @@ def check_imdsv2(type_: str, name: str, props: Mapping[str, Any]) -> list[str]:
             f"must be 'required')"]
 
 
+# EC2 user guide, "Configure the instance metadata options" / EKS best practices "Restrict access to the
+# instance profile assigned to the worker node": with IMDSv2 and a PUT response hop limit of 1, a
+# container that is not on the host network cannot get a token, so pods cannot use the node role.
+IMDS_HOP_LIMIT = 1
+
+
+def check_imds_hop_limit(type_: str, name: str, props: Mapping[str, Any]) -> list[str]:
+    if type_ not in (LAUNCH_TEMPLATE, INSTANCE):
+        return []
+    hops = _map(props.get("metadataOptions")).get("httpPutResponseHopLimit")
+    if hops == IMDS_HOP_LIMIT:
+        return []
+    kind = "launch template" if type_ == LAUNCH_TEMPLATE else "instance"
+    return [f"{kind} '{name}' lets pods reach IMDS and the node role (metadataOptions.httpPutResponseHopLimit "
+            f"is {hops!r}, must be {IMDS_HOP_LIMIT}; pods use EKS Pod Identity)"]
+
+
 # --- S3: private ------------------------------------------------------------------------------------
 
 def _policy_document(value: Any) -> Mapping[str, Any]:
@@ -295,6 +312,9 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
                  "S3 server-side encryption configurations set a default algorithm.", check_sse_configuration),
     ResourceRule("imdsv2-required", "Launch templates and instances require IMDSv2 (httpTokens required).",
                  check_imdsv2),
+    ResourceRule("imds-hop-limit-1",
+                 "Launch templates and instances set the IMDS hop limit to 1 (pods use Pod Identity).",
+                 check_imds_hop_limit),
     ResourceRule("public-endpoint-tls",
                  "An internet-facing load-balancer Service terminates TLS and has no plain listener.",
                  check_public_endpoint_tls),

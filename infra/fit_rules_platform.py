@@ -1,0 +1,113 @@
+"""Platform rules of the deployability check (infra/fit.py), issue 14 items 6, 9 and 10:
+
+- `endpoint-unreachable`: the machine running `pulumi up` can reach the EKS API it creates;
+- `image-source`: every image comes through the ECR pull-through cache or the user's registry, pinned;
+- `version-unsupported`: every pinned component supports the cluster's Kubernetes minor.
+
+Pure (no pulumi import). The rules and their sources are rows of infra/data/fit_platform.yaml and
+infra/data/versions.yaml."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+import yaml
+
+from infra import settings
+from infra.fit import FitContext, FitProblem, fit_row, fit_rule
+from infra.settings import DATA_DIR
+
+CIDR_COMMAND = ("pulumi config set --path 'llmcap:deployment.cluster_endpoint_public_access_cidrs[0]' "
+                "\"$(curl -s https://checkip.amazonaws.com)/32\"")
+
+
+@cache
+def rules_data() -> dict[str, Any]:
+    doc = yaml.safe_load((DATA_DIR / "fit_platform.yaml").read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{DATA_DIR / 'fit_platform.yaml'}: expected a mapping")
+    return doc
+
+
+def _source(key: str) -> str:
+    return str(rules_data()[key]["source"])
+
+
+@fit_rule("endpoint-unreachable")
+def endpoint_unreachable(ctx: FitContext) -> Iterator[FitProblem]:
+    """The EKS API must be reachable from where the program runs. Without public CIDRs it is reachable
+    only inside the VPC; a VPC created by this run has nothing of the user's inside it. The "no CIDRs
+    at all" case needs the real run (`extra["deploying"]`): an offline render reaches no API."""
+    d = ctx.stack.deployment
+    src = _source("endpoint_unreachable")
+    if d.cluster_endpoint_private_only and not d.vpc_id:
+        yield FitProblem("endpoint-unreachable", "llmcap:deployment",
+                         "cluster_endpoint_private_only: true, but the VPC is created by this run, so nothing "
+                         "that runs Pulumi is inside it; set vpc_id (a VPC you reach over VPN/peering) or "
+                         "give cluster_endpoint_public_access_cidrs instead", src)
+    elif (ctx.extra.get("deploying") and not d.cluster_endpoint_private_only
+          and not d.cluster_endpoint_public_access_cidrs):
+        yield FitProblem("endpoint-unreachable", "llmcap:deployment",
+                         "the EKS API would be private-only and this machine could not create the Kubernetes "
+                         f"objects; allow your address with `{CIDR_COMMAND}`, or set "
+                         "cluster_endpoint_private_only: true when Pulumi runs inside the VPC you bring (vpc_id)",
+                         src)
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+@fit_rule("version-unsupported")
+def version_unsupported(ctx: FitContext) -> Iterator[FitProblem]:
+    """Every pinned component supports the cluster's Kubernetes minor (infra/data/versions.yaml
+    `compatibility`); the Cluster Autoscaler's minor must equal it."""
+    from infra.platform import load_platform
+
+    k8s = load_platform(ctx.stack.deployment).kubernetes_version
+    for key, row in settings.compatibility().items():
+        low, high = row.kubernetes_min, row.kubernetes_max
+        if _minor(k8s) < _minor(low) or (high is not None and _minor(k8s) > _minor(high)):
+            span = (f"only {low}" if low == high else f"{low}-{high}") if high else f">= {low}"
+            yield FitProblem("version-unsupported", key,
+                             f"{key} {row.version} supports Kubernetes {span}, the cluster is {k8s}; pin a "
+                             f"{key} version for {k8s} in infra/data/versions.yaml or change "
+                             "llmcap:deployment.kubernetes_version", row.source)
+
+
+MUTABLE_TAGS = ("latest", "main", "nightly", "")
+
+
+@fit_rule("image-source")
+def image_source(ctx: FitContext) -> Iterator[FitProblem]:
+    """Every image through the cache or the user's registry, and pinned. Whether the Docker Hub credential
+    exists is a fact of the user's account, so the missing-credential case needs the real run."""
+    from infra.registry import CLUSTER_IMAGES
+
+    d = ctx.stack.deployment
+    src = _source("image_source")
+    for key in CLUSTER_IMAGES:
+        img = settings.image(key)
+        if img.tag in MUTABLE_TAGS and not img.digest:
+            yield FitProblem("image-source", key, f"{img.image}:{img.tag or '(no tag)'} is not pinned; pin a "
+                             "release tag or a digest in infra/data/versions.yaml", src)
+    hub = sorted(settings.image(k).image for k in CLUSTER_IMAGES if settings.image(k).registry == "docker.io")
+    if ctx.extra.get("deploying") and hub and not (d.image_registry or d.docker_hub_credential_arn):
+        limit = settings.registries()["docker_hub_anonymous_pulls_per_hour"]
+        yield FitProblem("image-source", "llmcap:deployment",
+                         f"{', '.join(hub)} come from Docker Hub ({limit} anonymous pulls per hour per IP); store a "
+                         "Docker Hub access token in Secrets Manager as ecr-pullthroughcache/docker-hub and set "
+                         "docker_hub_credential_arn to its ARN, or name your mirror in image_registry", src)
+
+
+@fit_row
+def image_pins(ctx: FitContext) -> dict[str, dict[str, object]]:
+    """Fit-table column: the images pinned by tag only (no verified digest)."""
+    from infra.registry import CLUSTER_IMAGES
+
+    unverified = [k for k in CLUSTER_IMAGES if settings.image_digest_status(k)]
+    note = f"tag only, digest unverified: {', '.join(unverified)}" if unverified else "by digest"
+    return {pool.name: {"image pins": note} for pool in ctx.plan.pools}

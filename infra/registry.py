@@ -1,0 +1,61 @@
+"""Where the cluster pulls the images llmcap sets (issue 14 item 9): through the ECR pull-through cache
+in the stack's account and region (`<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/<path>`), or from
+the registry the user names in `llmcap:deployment.image_registry`, laid out the same way. Docker Hub
+caps anonymous pulls per IP, so Docker Hub images go through a cache rule with a Secrets Manager
+credential (`docker_hub_credential_arn`) or through the user's registry. Pure: no pulumi import.
+Upstreams, prefixes and sources: infra/data/registries.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infra import settings
+from sizing.deployment import DeploymentOptions
+
+# the images llmcap sets in its own manifests (chart images are set per chart, infra/addons.py)
+CLUSTER_IMAGES = ("vllm", "router", "aws_cli")
+
+
+def cache_host(account_id: str, region: str) -> str:
+    """The private registry of the account, where pull-through cache repositories live."""
+    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"{account_id}.dkr.ecr.{region}.{suffix}"
+
+
+def prefix(upstream: str) -> str:
+    ups = settings.registries()["upstreams"]
+    if upstream not in ups:
+        raise ValueError(f"no pull-through cache upstream for {upstream!r}; known: {sorted(ups)}")
+    return str(ups[upstream]["prefix"])
+
+
+def pulled(image: settings.Image, host: str) -> str:
+    """The reference a node pulls: `<host>/<prefix of the upstream>/<path>:<tag>[@digest]`."""
+    return f"{host}/{prefix(image.registry)}/{image.image}{image.pin}"
+
+
+def registry_host(deployment: DeploymentOptions, account_id: str, region: str) -> str:
+    return deployment.image_registry.rstrip("/") if deployment.image_registry else cache_host(account_id, region)
+
+
+def upstreams_needed(keys: tuple[str, ...] = CLUSTER_IMAGES) -> list[str]:
+    return sorted({settings.image(k).registry for k in keys})
+
+
+@dataclass(frozen=True)
+class ImageRefs:
+    """The image references of llmcap's own containers."""
+
+    vllm: str
+    router: str
+    aws_cli: str
+
+    @staticmethod
+    def through(host: str) -> ImageRefs:
+        return ImageRefs(**{k: pulled(settings.image(k), host) for k in CLUSTER_IMAGES})
+
+    @staticmethod
+    def upstream() -> ImageRefs:
+        """Straight from the upstream registries: only for unit tests of the builders and the compose
+        target (one server, a handful of pulls); the cluster always uses `through`."""
+        return ImageRefs(**{k: settings.image(k).ref for k in CLUSTER_IMAGES})

@@ -1,0 +1,112 @@
+"""The platform rules of the deployability check (infra/fit_rules_platform.py): the EKS API reachable
+from where `pulumi up` runs (issue 14 item 6), every image from the pull-through cache or the user's
+registry and pinned (item 9), every pinned component supporting the cluster's Kubernetes minor (item 10)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from infra.fit import FitContext, check_deployable
+from infra.fit_rules_platform import endpoint_unreachable
+from sizing.deployment import DeploymentOptions
+from sizing.stack import stack_from_config
+from tests import pulumi_harness as h
+from tests.plan_factory import make_plan
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def stack(deployment: dict | None = None, name: str = "t"):
+    cfg = {"aws:region": "us-east-1",
+           "llmcap:workload": {"model": "meta-llama/Meta-Llama-3-8B-Instruct", "prompt_tokens": 1024,
+                               "output_tokens": 512, "traffic": {"concurrent_users": 100},
+                               "slo": {"ttft_p95_ms": 1000, "itl_p95_ms": 25}}}
+    if deployment is not None:
+        cfg["llmcap:deployment"] = deployment
+    return stack_from_config(name, cfg)
+
+
+def ctx(deployment: dict | None = None, deploying: bool = True) -> FitContext:
+    return FitContext(stack=stack(deployment), plan=make_plan(stack="t"), catalog=h.catalog(),
+                      extra={"deploying": deploying})
+
+
+# --- item 6: the EKS API endpoint ---------------------------------------------------------------------
+
+def test_a_private_endpoint_in_a_vpc_created_by_the_same_run_is_refused_with_one_line() -> None:
+    problems = list(endpoint_unreachable(ctx()))
+    assert len(problems) == 1 and "\n" not in problems[0].message
+    p = problems[0]
+    assert p.rule == "endpoint-unreachable" and "cluster_endpoint_public_access_cidrs" in p.message
+    assert "pulumi config set --path" in p.message and p.source.startswith("https://docs.aws.amazon.com/eks")
+
+
+def test_the_endpoint_rule_is_part_of_the_check() -> None:
+    report = check_deployable(ctx())
+    assert any(p.rule == "endpoint-unreachable" for p in report.problems), report.lines()
+
+
+def test_an_offline_render_does_not_need_to_reach_the_api() -> None:
+    assert list(endpoint_unreachable(ctx(deploying=False))) == []
+
+
+@pytest.mark.parametrize("deployment", [
+    {"cluster_endpoint_public_access_cidrs": ["198.51.100.7/32"]},
+    {"vpc_id": "vpc-1", "private_subnet_ids": ["subnet-a", "subnet-b"], "cluster_endpoint_private_only": True},
+    {"cluster_endpoint_public_access_cidrs": ["0.0.0.0/0"], "cluster_endpoint_allow_open": True},
+])
+def test_a_reachable_endpoint_passes(deployment: dict) -> None:
+    assert list(endpoint_unreachable(ctx(deployment))) == []
+
+
+def test_private_only_with_a_vpc_this_run_creates_is_refused_even_offline() -> None:
+    (p,) = endpoint_unreachable(ctx({"cluster_endpoint_private_only": True}, deploying=False))
+    assert "vpc_id" in p.message and "created by this run" in p.message
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"cluster_endpoint_public_access_cidrs": ["0.0.0.0/0"]}, "cluster_endpoint_allow_open"),
+    ({"cluster_endpoint_public_access_cidrs": ["198.51.100.7/32"], "cluster_endpoint_private_only": True},
+     "private_only"),
+])
+def test_open_or_contradictory_endpoint_settings_are_bad_input(bad: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        DeploymentOptions(**bad)
+
+
+def test_cluster_keeps_private_access_and_opens_public_access_only_to_the_given_cidrs() -> None:
+    result = h.render(stack({"cluster_endpoint_public_access_cidrs": ["198.51.100.7/32"]}), make_plan(stack="t"))
+    vpc = h.one(result, h.CLUSTER, "llmcap-t-eks").inputs["vpcConfig"]
+    assert vpc["endpointPrivateAccess"] is True  # nodes reach the API inside the VPC
+    assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["198.51.100.7/32"]
+
+
+# --- item 9: image sources ------------------------------------------------------------------------------
+
+def test_docker_hub_images_without_a_credential_or_registry_are_refused_at_deploy_time() -> None:
+    from infra.fit_rules_platform import image_source
+
+    (p,) = image_source(ctx())
+    assert p.rule == "image-source" and "vllm/vllm-openai" in p.message and "docker_hub_credential_arn" in p.message
+    arn = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+    assert list(image_source(ctx({"docker_hub_credential_arn": arn}))) == []
+    assert list(image_source(ctx({"image_registry": "registry.example.com/mirror"}))) == []
+    assert list(image_source(ctx(deploying=False))) == []
+
+
+def test_an_unpinned_image_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from infra import settings
+    from infra.fit_rules_platform import image_source
+
+    real = settings.image
+    monkeypatch.setattr(settings, "image", lambda k: settings.Image("lmcache/lmstack-router", "latest")
+                        if k == "router" else real(k))
+    problems = [p for p in image_source(ctx(deploying=False)) if p.subject == "router"]
+    assert problems and "not pinned" in problems[0].message
+
+
+def test_the_fit_table_reports_images_without_a_verified_digest() -> None:
+    report = check_deployable(ctx(deploying=False))
+    for row in report.rows:
+        assert "digest unverified" in str(row["image pins"]) and "router" in str(row["image pins"])
