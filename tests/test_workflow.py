@@ -353,6 +353,28 @@ def test_the_preview_job_takes_only_plain_stack_files(tmp_path: Path) -> None:
     assert r.stdout.count("::warning::skipping") == 2, r.stdout
 
 
+def test_the_preview_job_takes_the_saved_plan_with_its_stack(tmp_path: Path) -> None:
+    """pulumi preview deploys the saved plan: a PR that only rewrites stacks/Pulumi.<env>.plan.json is a
+    changed stack, and its stack file and plan both reach the base checkout."""
+    work = init_repo(tmp_path / "work")
+    (work / "stacks").mkdir()
+    (work / "stacks" / "Pulumi.dev.yaml").write_text("config: {}\n")
+    (work / "stacks" / "Pulumi.dev.plan.json").write_text("{}\n")
+    base = commit_all(work, "base")
+    pr = tmp_path / "work" / "pr"
+    subprocess.run(["git", "clone", "-q", str(work), str(pr)], check=True)
+    for k, v in (("user.name", "t"), ("user.email", "t@example.invalid"), ("commit.gpgsign", "false")):
+        git(pr, "config", k, v)
+    (pr / "stacks" / "Pulumi.dev.plan.json").write_text('{"new": true}\n')
+    commit_all(pr, "the pull request: a new saved plan")
+    (work / ".git" / "info" / "exclude").write_text("pr/\n")
+    r = run_step(step("preview", "Take the changed stack files from the pull request"), work, {"BASE_SHA": base},
+                 tmp_path)
+    assert r.rc == 0, r
+    assert r.outputs == {"stacks": "dev"}
+    assert (work / "stacks" / "Pulumi.dev.plan.json").read_text() == '{"new": true}\n'
+
+
 def test_the_preview_loop_keeps_what_previewed(tmp_path: Path) -> None:
     """`pulumi preview` per stack; a failed one is left out with a warning, not an empty file."""
     fake = tmp_path / "fakebin"
