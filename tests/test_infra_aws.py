@@ -400,11 +400,19 @@ def _run_main(config: dict[str, object], secret_keys: list[str]) -> list[Rendere
     return resources
 
 
-def test_main_reads_config_validates_plans_and_builds() -> None:
-    from sizing.stack import read_config
+def test_main_reads_config_validates_plans_and_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program on a checkout whose stack has the README's deployment settings and its saved plan."""
+    from tests.test_clean_clone import clean_clone, cli, config_set_path, no_local_data
 
-    config = read_config(h.ROOT / "stacks" / "Pulumi.dev.yaml")
-    resources = _run_main({**config, "llmcap:api_key": "k", "llmcap:deployment": DEPLOYABLE}, ["llmcap:api_key"])
+    no_local_data(monkeypatch, tmp_path / "home")
+    clone = clean_clone(tmp_path / "clone")
+    stack_file = clone / "stacks" / "Pulumi.dev.yaml"
+    config_set_path(stack_file, "llmcap:deployment.cluster_endpoint_public_access_cidrs[0]",
+                    DEPLOYABLE["cluster_endpoint_public_access_cidrs"][0])
+    config_set_path(stack_file, "llmcap:deployment.docker_hub_credential_arn", DEPLOYABLE["docker_hub_credential_arn"])
+    code, out = cli(clone, monkeypatch, ["plan", "stacks/Pulumi.dev.yaml", "--write"])
+    assert code == 0, out
+    resources, _ = h.run_program_file(clone, "dev", {"llmcap:api_key": "k"})
     gpu_groups = [r for r in resources if r.type == h.NODE_GROUP and r.inputs.get("taints")]
     assert gpu_groups and all(r.inputs["amiType"].endswith("NVIDIA") for r in gpu_groups)
 
