@@ -8,8 +8,10 @@ output tokens/s per replica.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from sizing.catalog import Catalog
+from sizing.perf_calibration import load_calibration
 from sizing.perf import (
     Goodput,
     LoadEstimate,
@@ -42,7 +44,16 @@ def _why_not(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, e: Load
 def goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float, itl_p95_ms: float,
             mode: str = "closed") -> Goodput:
     """Closed: the largest concurrency (integer, ≤ the batch limit) meeting both p95 targets;
-    open: the largest Poisson rate. Infeasible when even one request misses, or nothing fits."""
+    open: the largest Poisson rate. Infeasible when even one request misses, or nothing fits.
+    The result carries a p10-p90 range: the goodput times the 10th and 90th percentiles of
+    measured / predicted throughput held out of the fit (perf_calibration.json `goodput_range`)."""
+    g = _goodput(catalog, cfg, shape, ttft_p95_ms, itl_p95_ms, mode)
+    lo, hi = load_calibration().goodput_range
+    return replace(g, output_tokens_per_s_p10=g.output_tokens_per_s * lo, output_tokens_per_s_p90=g.output_tokens_per_s * hi)
+
+
+def _goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float, itl_p95_ms: float,
+             mode: str) -> Goodput:
     c = _ctx(catalog, cfg, shape)
     if c.cap < 1:
         return Goodput(False, 0.0, 0.0, 0.0, None, f"does not fit: {c.fit.reason}", "does-not-fit")
