@@ -56,9 +56,8 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "max_num_tokens 8192; the KV cache then limits the batch"},
     "gpustackq_engine_limits": {
         "max_num_seqs": 1000, "max_num_batched_tokens": 8192,
-        "why": "vLLM 0.9.2 V1 OpenAI-server defaults on >= 70 GiB GPUs are 1024 sequences and 8192 batched "
-               "tokens; the benchmark sends 1,000 prompts at once, so the engine can batch at most 1,000: "
-               "modelled as offline with max_num_seqs 1000"},
+        "why": "superseded by vllm_v1_defaults (vLLM 0.9.2: H100 1024 / 8192, A100 256 / 2048); the benchmark "
+               "sends 1,000 prompts at once (a burst), so the engine batches at most 1,000"},
     "nim_kv_cache_dtype": {"value": "fp8", "why": "NIM FP8 TensorRT-LLM profiles use an FP8 KV cache"},
     "multi_step_itl": "vLLM 0.6.0 with --num-scheduler-steps N emits tokens in bursts of N, so its "
                       "measured ITL is N decode steps, and a new request waits on average half a "
@@ -72,6 +71,22 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "serving_flags": "per-row flags from `notes` (the block's label first, then its command): --max-num-batched-tokens, "
                      "--max-num-seqs / --max-running-requests, --async-scheduling, --enforce-eager / "
                      "--disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / --mem-fraction-static",
+    "vllm_v1_defaults": {
+        "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 sequences and "
+                "8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise (A100, L4, A10G, L40S) 256 "
+                "sequences and 2048 batched tokens; before 0.10 (ASSUMED) A100-80GB too gets 1024 / 8192",
+        "source": "vllm/engine/arg_utils.py EngineArgs._set_default_args_v1 / get_batch_defaults: 'if device_memory >= "
+                  "70 * GiB_bytes and \"a100\" not in device_name: ... OPENAI_API_SERVER: 8192 ... 1024' else 2048 / 256 "
+                  "(the A100 exception from vLLM PR #17885, 'Setting large max_num_batched_tokens for A100 reduces "
+                  "throughput'); ASSUMED first released in 0.10 (gpustackq's 0.9.2 on A100 runs the large defaults)"},
+    "r2rz_long_context": {
+        "prefix_cache_hit_rate": 0.95,
+        "why": "ASSUMED: the long regime sends one RAG context (~1,650 tokens) with each question, so vLLM's "
+               "default prefix caching (V1) and SGLang's RadixAttention serve all but the question from cache; "
+               "the measured TTFT at concurrency 1 (41-120 ms on one L4) is below what computing 1,650 tokens "
+               "takes even at the L4's full datasheet FP16 peak (~190 ms)"},
+    "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf "
+                                "estimate_closed_loop synchronized=True); ShareGPT rows do not",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }
 
@@ -96,6 +111,21 @@ def _flag(notes: str, name: str) -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+def _vllm_v1(version: str) -> bool:
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 8)
+
+
+def _vllm_v1_defaults(gpu: str, version: str) -> dict[str, int | float | bool]:
+    """BENCHMARK_ASSUMPTIONS['vllm_v1_defaults']: the engine limits a vLLM V1 server picks by itself."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    minor = (int(m.group(1)), int(m.group(2))) if m else (0, 11)
+    big = gpu in ("H100-SXM", "H100-PCIe", "H200", "B200", "A100-80GB") and not (gpu.startswith("A100")
+                                                                                  and minor >= (0, 10))
+    return {"max_num_seqs": 1024, "max_num_batched_tokens": 8192} if big else \
+        {"max_num_seqs": 256, "max_num_batched_tokens": 2048}
 
 
 @dataclass(frozen=True)
@@ -135,6 +165,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
                 lim = a[f"{src}_engine_limits"]
                 assert isinstance(lim, dict)
                 limits = {"max_num_seqs": lim["max_num_seqs"], "max_num_batched_tokens": lim["max_num_batched_tokens"]}
+            if engine == "vllm" and src != "gpustackq" and _vllm_v1(r["engine_version"]):
+                limits.update(_vllm_v1_defaults(r["gpu"], r["engine_version"]))
+            elif src == "gpustackq":
+                limits.update(_vllm_v1_defaults(r["gpu"], "0.9.2"))
+                limits["max_num_seqs"] = min(int(limits["max_num_seqs"]), 1000)
             if (v := _flag(notes, "--max-num-batched-tokens")) is not None:
                 limits["max_num_batched_tokens"] = int(v)
             if (v := _flag(notes, "--max-num-seqs") or _flag(notes, "--max-running-requests")) is not None:
@@ -151,8 +186,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
             isl = float(r["isl"]) if r["isl"] else float(share["prompt"])
             osl = float(r["osl"]) if r["osl"] else float(share["output"])
             sharegpt = "sharegpt" in notes.lower() or not r["isl"]
+            hit = 0.0
+            if src == "r2rz" and "long regime" in notes:  # BENCHMARK_ASSUMPTIONS["r2rz_long_context"]
+                hit = float(a["r2rz_long_context"]["prefix_cache_hit_rate"])  # type: ignore[index]
             shape = WorkloadShape(isl, osl, isl * tail["prompt_p95_over_mean"] if sharegpt else None,
-                                  osl * tail["output_p95_over_mean"] if sharegpt else None)
+                                  osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]
             n_prompts = re.search(r"num_prompts=(\d+)", notes)
             if r["concurrency"]:
@@ -171,7 +209,9 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
 
 def estimate(catalog: Catalog, row: CalRow) -> LoadEstimate:
     if row.mode == "closed":
-        return estimate_closed_loop(catalog, row.cfg, row.shape, int(row.load))
+        # fixed synthetic lengths: requests started together run in lockstep rounds
+        return estimate_closed_loop(catalog, row.cfg, row.shape, int(row.load),
+                                    synchronized=row.shape.output_tokens_p95 is None)
     if row.mode == "open":
         return estimate_open_loop(catalog, row.cfg, row.shape, row.load)
     if row.mode == "burst":

@@ -220,7 +220,9 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)
     # steady state: running sequences are spread evenly over their decode, so one holds on average
     # prompt + output/2 tokens of paged KV cache (a full-length one must still fit: `fit.fits`)
-    avg_tokens = shape.prompt_tokens + shape.output_tokens / 2
+    # prefix-cache hits share their KV blocks between sequences, so only the misses count per sequence
+    hit_share = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
+    avg_tokens = shape.prompt_tokens * (1 - hit_share) + shape.output_tokens / 2
     kv_cap = int(fit.kv_cache_gib_available * GIB / (fit.kv_cache_bytes_per_token * avg_tokens)) if fit.fits else 0
     cap, why = (kv_cap, "kv-capacity") if kv_cap < max_seqs else (max_seqs, "engine-limit")
     hit = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
@@ -234,6 +236,15 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                 ctx_decode=shape.prompt_tokens + shape.output_tokens / 2.0, cv2_service=cv * cv,
                 prompt_sigma=sigma, request_overhead_s=cal.v("request_overhead_ms") / 1e3,
                 bw_eff=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9))
+
+
+def _saturated_batch(c: _Ctx) -> float:
+    """Decoding sequences when requests wait (offline, a burst, a closed loop over the limit): the
+    batch limit, or fewer when prefill fills the token budget first. The engine schedules running
+    decodes first and prefills in what is left of max_num_batched_tokens, so in steady state the
+    prefill completion rate (budget - B) / prompt per step equals the decode completion rate
+    B / output: B = budget × output / (prompt + output)."""
+    return max(1.0, min(float(c.cap), c.budget * c.osl_decode / (c.isl_eff + c.osl_decode)))
 
 
 # --- step-level quantities (seconds) ---------------------------------------------------------
@@ -410,19 +421,51 @@ def _shift_ttft(pt: _Point, add_s: float) -> _Point:
 
 
 def estimate_closed_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
-                         concurrency: int) -> LoadEstimate:
+                         concurrency: int, synchronized: bool = False) -> LoadEstimate:
     """`concurrency` requests always in flight (vLLM bench --max-concurrency). Beyond the batch
-    limit the rest wait for admission, which adds to TTFT (Little's law)."""
+    limit the rest wait for admission, which adds to TTFT (Little's law).
+
+    `synchronized`: every request has the same fixed lengths and all start together (a benchmark
+    with fixed input/output lengths), so they finish together and each round is a burst of n
+    prompts: the API server hands them over one after another (frontend time per request) and
+    their prefills run back to back, instead of arriving at random (the M/G/1 wait)."""
     c = _ctx(catalog, cfg, shape)
     if c.cap < 1:
         return _infeasible_estimate(c, concurrency)
     n = max(float(concurrency), 1.0)
-    if n <= c.cap:
-        return _estimate(c, shape, _closed(c, n), n, capped=False)
-    full = _closed(c, float(c.cap))
+    limit = _saturated_batch(c)
+    if n <= limit:
+        est = _estimate(c, shape, _closed(c, n), n, capped=False)
+        return _synchronize(c, shape, est, n) if synchronized and n > 1 else est
+    full = _closed(c, limit)
     e2e_active = full.ttft_s + c.osl_decode * full.itl_s
     queue = n / full.lam - e2e_active
     return _estimate(c, shape, _shift_ttft(full, queue), n, capped=True)
+
+
+def _fill_frac(c: _Ctx, n: float, frac: float) -> float:
+    """Share of the time to prefill n prompts back to back after which the prompt at rank frac·n has
+    its first token: prompts finish at the end of the budget-sized step that holds their last chunk."""
+    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
+    return min(1.0, max(math.ceil(frac * steps - 1e-9), 1.0) / steps)
+
+
+def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> LoadEstimate:
+    """A closed loop whose n requests run in lockstep rounds: each round starts with the n prompts'
+    prefill, in budget-sized steps; a prompt's first token comes at the end of its step."""
+    round_s = _fill_s(c, n) + c.sm.step_s(n, c.ctx_decode)
+    base = c.request_overhead_s
+    ttft = {q: base + round_s * _fill_frac(c, n, q) for q in (0.5, 0.95, 0.99)}
+    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
+    mean = base + round_s * (steps + 1) / (2 * steps)
+    e2e = mean + c.osl_decode * est.itl_ms / 1e3
+    lam = n / e2e
+    return replace(est, ttft_ms=mean * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
+                   ttft_p99_ms=ttft[0.99] * 1e3, e2e_latency_ms=e2e * 1e3, requests_per_s=lam,
+                   output_tokens_per_s=lam * shape.output_tokens,
+                   e2e_p50_ms=(ttft[0.5] + c.osl_decode * est.tpot_p50_ms / 1e3) * 1e3,
+                   e2e_p95_ms=(ttft[0.95] + c.osl_decode * est.tpot_p95_ms / 1e3) * 1e3,
+                   e2e_p99_ms=(ttft[0.99] + c.osl_decode * est.tpot_p99_ms / 1e3) * 1e3)
 
 
 def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
@@ -460,7 +503,7 @@ def estimate_offline(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape)
     c = _ctx(catalog, cfg, shape)
     if c.cap < 1:
         return _infeasible_estimate(c, 0.0)
-    b = float(c.cap)
+    b = _saturated_batch(c)
     itl = _cycle_s(c, b)
     lam = b / (c.osl_decode * itl + _prefill_s(c, b, c.isl_eff))
     fill = _fill_s(c, b)
@@ -478,15 +521,16 @@ def _fill_s(c: _Ctx, b: float) -> float:
 
 def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_prompts: int) -> LoadEstimate:
     """`n_prompts` requests sent at once (vLLM bench serve --request-rate inf --num-prompts N): a
-    finite burst, not an endless steady state. The first B = min(N, batch limit) are prefilled
-    back to back (request i's first token after i/B of the fill), the rest are admitted as slots
-    free at the steady rate λ = B / E2E(B), and the run ends with the drain of the longest outputs
-    (output p95). Throughput = N × output / makespan; TTFT percentiles are over the N requests."""
+    finite burst, not an endless steady state. The first B = min(N, saturated batch) are prefilled
+    back to back in full token-budget steps (request i's first token after i/B of the fill), the rest
+    are admitted as slots free at the steady rate λ = B / E2E(B), and the run ends with the drain of
+    the longest outputs (output p95). Throughput = N × output / makespan; TTFT percentiles are over
+    the N requests; ITL tails include the fill's full-budget steps."""
     c = _ctx(catalog, cfg, shape)
     if c.cap < 1:
         return _infeasible_estimate(c, 0.0)
     n = max(float(n_prompts), 1.0)
-    b = min(n, float(c.cap))
+    b = min(n, _saturated_batch(c))
     itl = _cycle_s(c, b)
     fill = _fill_s(c, b)
     own = _prefill_s(c, b, c.isl_eff)
@@ -497,7 +541,7 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
 
     def ttft_at(frac: float) -> float:  # TTFT of the request at rank frac·N
         i = frac * n
-        return ovh + (fill * i / b if i <= b else fill + (i - b) / lam + own)
+        return ovh + (fill * _fill_frac(c, b, i / b) if i <= b else fill + (i - b) / lam + own)
 
     mean_ttft = (b / n) * (ovh + fill / 2) + (rest / n) * (ovh + fill + own + rest / (2 * lam)) if rest > 0 \
         else ovh + fill / 2
@@ -505,7 +549,19 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     makespan = fill + rest / lam + c.osl_decode * itl + drain + ovh
     pt = _Point(b, n / makespan, mean_ttft, {q: ttft_at(q) for q in (0.5, 0.95, 0.99)}, itl)
     est = _estimate(c, shape, pt, b, capped=b >= c.cap)
-    return replace(est, output_tokens_per_s=n * shape.output_tokens / makespan)
+    # the fill's full-budget steps: the first B requests decode through half of them on average
+    fill_steps = max(1.0, b * c.isl_eff / c.budget)
+    share = (b / n) * min(1.0, fill_steps / 2.0 / c.osl_decode)
+    full = c.sm.step_s(b / 2.0, c.ctx_decode, max(c.budget - b / 2.0, 0.0), c.cached_tokens + c.isl_eff / 2)
+    tails = {}
+    for q, name in ((0.5, "itl_p50_ms"), (0.95, "itl_p95_ms"), (0.99, "itl_p99_ms")):
+        ramp = min(1.0, share / (1.0 - q)) ** P95_RAMP_EXPONENT
+        tails[name] = max(getattr(est, name), (est.decode_step_ms + (full * 1e3 - est.decode_step_ms) * ramp))
+    m = share * c.osl_decode
+    dz = (full - c.sm.step_s(b, c.ctx_decode)) * math.sqrt(m) / c.osl_decode * 1e3
+    tp = {name: max(getattr(est, name), est.itl_ms + Z[q] * dz)
+          for q, name in ((0.95, "tpot_p95_ms"), (0.99, "tpot_p99_ms"))}
+    return replace(est, output_tokens_per_s=n * shape.output_tokens / makespan, **tails, **tp)
 
 
 from sizing.perf_goodput import goodput  # noqa: E402  (re-exported: the public API lives in sizing.perf)

@@ -44,6 +44,10 @@ class PerReplica(_M):
     kv_cache_gib_per_gpu: float
     max_concurrent_sequences: int
     goodput_output_tokens_per_s: float  # the largest load that meets both SLO percentiles
+    # p10-p90 range of that goodput from the model's leave-one-source-out throughput error
+    # (perf_calibration.json goodput_range); replicas and cost ranges scale by its inverse
+    goodput_output_tokens_per_s_p10: float = 0.0
+    goodput_output_tokens_per_s_p90: float = 0.0
     goodput_requests_per_s: float
     planned_concurrency: float  # active requests per replica at planned load
     planned_output_tokens_per_s: float

@@ -21,6 +21,7 @@ from sizing.errors import NoFeasiblePlanError
 from sizing.memory import GIB
 from sizing.mix import Mix, MixPart, best_mix
 from sizing.perf import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
+from sizing.perf_calibration import load_calibration
 from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
 from sizing.platform_defaults import number, setting
 from sizing.stack import Stack
@@ -89,6 +90,8 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             kv_cache_gib_per_gpu=round(ev.fit.kv_cache_gib_per_gpu, 3),
             max_concurrent_sequences=ev.fit.max_concurrent_sequences,
             goodput_output_tokens_per_s=round(ev.goodput_output_tokens_per_s, 2),
+            goodput_output_tokens_per_s_p10=round(ev.goodput_output_tokens_per_s * load_calibration().goodput_range[0], 2),
+            goodput_output_tokens_per_s_p90=round(ev.goodput_output_tokens_per_s * load_calibration().goodput_range[1], 2),
             goodput_requests_per_s=round(ev.goodput_requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
             planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),

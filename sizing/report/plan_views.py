@@ -37,7 +37,9 @@ def pool_rows(plan: Plan) -> list[list[str]]:
             f"TP{p.tensor_parallel}" + (f"×PP{p.pipeline_parallel}" if p.pipeline_parallel > 1 else ""),
             p.precision, p.purchase, f"{p.replicas} ({p.redundancy_replicas} spare)",
             f"{p.instances_min}/{p.instances_desired}/{p.instances_max}",
-            f"{r.goodput_output_tokens_per_s:,.0f}",
+            f"{r.goodput_output_tokens_per_s:,.0f}" + (
+                f" ({r.goodput_output_tokens_per_s_p10:,.0f}–{r.goodput_output_tokens_per_s_p90:,.0f})"
+                if r.goodput_output_tokens_per_s_p10 > 0 else ""),
             f"{r.ttft_p95_ms:,.0f} / {ttft:,.0f}", f"{r.itl_p95_ms:.1f} / {itl:g}",
             money(p.usd_per_hour, 2),
         ])
@@ -45,7 +47,7 @@ def pool_rows(plan: Plan) -> list[list[str]]:
 
 
 POOL_HEADERS = ["pool", "instance", "GPUs/inst", "parallel", "precision", "purchase", "replicas",
-                "inst min/des/max", "goodput tok/s/replica", "TTFT p95 ms (pred/SLO)", "ITL p95 ms (pred/SLO)",
+                "inst min/des/max", "goodput tok/s/replica (p10–p90)", "TTFT p95 ms (pred/SLO)", "ITL p95 ms (pred/SLO)",
                 "$/h"]
 
 
