@@ -28,7 +28,7 @@ from sizing.catalog import Catalog, ModelArch
 from sizing.errors import CatalogLookupError
 from sizing.memory import GIB, MemoryFit, memory_fit
 from sizing.perf_calibration import load_calibration
-from sizing.perf_step import StepModel, build_step_model
+from sizing.perf_step import StepModel, build_step_model, overlap
 from sizing.spec import WorkloadSpec
 
 P95_Z = 1.645  # standard-normal 95th percentile, for a prompt-length cv from (mean, p95)
@@ -255,8 +255,17 @@ def _others_prefill(c: _Ctx, batch: float) -> float:
 
 
 def _cycle_s(c: _Ctx, batch: float) -> float:
-    """Mean ITL: time to advance `batch` decoding sequences one token, with the others' prefill."""
+    """Mean ITL: time to advance `batch` decoding sequences one token, with the others' prefill.
+    While the others' prefill is less than one chunk per step, it arrives as whole chunks in some
+    steps (a mixture of decode-only and chunk-carrying steps: an MoE's chunk touches all experts
+    once, not in every step); beyond that every step carries prefill and the work is spread over
+    budget-sized steps."""
     p = _others_prefill(c, batch)
+    ch = _chunk(c, batch, c.isl_eff)
+    if p <= ch and ch > 0:
+        decode = c.sm.step_s(batch, c.ctx_decode)
+        with_chunk = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+        return decode + (p / ch) * (with_chunk - decode)
     n = max(1.0, (batch + p) / c.budget)
     return c.sm.step_s(batch, c.ctx_decode, p, c.cached_tokens + c.isl_eff / 2, n_steps=n)
 
@@ -300,12 +309,16 @@ def _prefill_s(c: _Ctx, batch: float, prompt: float) -> float:
 def _prefill_busy_s(c: _Ctx, batch: float) -> float:
     """GPU time one prompt's prefill adds beyond the running decodes (its marginal cost): the
     prefill server's service time. The wall-clock prefill (_prefill_s) also contains decode work,
-    which the decode cycle already accounts for."""
-    ch = _chunk(c, batch, c.isl_eff)
+    which the decode cycle already accounts for. Taken at the largest (saturated) batch, so that
+    the server's utilization grows with the arrival rate alone (an MoE's marginal prefill cost
+    falls as a larger batch already touches its experts; at the low rates of small batches the
+    queue is short either way)."""
+    b = _saturated_batch(c)
+    ch = _chunk(c, b, c.isl_eff)
     if ch <= 0:
         return 0.0
-    with_chunk = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
-    return (c.isl_eff / ch) * max(with_chunk - c.sm.step_s(batch, c.ctx_decode), 0.0)
+    with_chunk = c.sm.step_s(b, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+    return (c.isl_eff / ch) * max(with_chunk - c.sm.step_s(b, c.ctx_decode), 0.0)
 
 
 def _wait_q(mean: float, rho: float, q: float) -> float:
@@ -453,7 +466,8 @@ def _fill_frac(c: _Ctx, n: float, frac: float) -> float:
 def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> LoadEstimate:
     """A closed loop whose n requests run in lockstep rounds: each round starts with the n prompts'
     prefill, in budget-sized steps; a prompt's first token comes at the end of its step."""
-    round_s = _fill_s(c, n) + c.sm.step_s(n, c.ctx_decode)
+    round_s = overlap(_fill_s(c, n), n * load_calibration().v("frontend_ms_per_request") / 1e3, 4.0) \
+        + c.sm.step_s(n, c.ctx_decode)
     base = c.request_overhead_s
     ttft = {q: base + round_s * _fill_frac(c, n, q) for q in (0.5, 0.95, 0.99)}
     steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
@@ -521,7 +535,9 @@ def _fill_s(c: _Ctx, b: float) -> float:
 
 def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_prompts: int) -> LoadEstimate:
     """`n_prompts` requests sent at once (vLLM bench serve --request-rate inf --num-prompts N): a
-    finite burst, not an endless steady state. The first B = min(N, saturated batch) are prefilled
+    finite burst, not an endless steady state. The API server hands prompts over one after another
+    (frontend time per request, overlapping the engine's work); the first B = min(N, saturated
+    batch) are prefilled
     back to back in full token-budget steps (request i's first token after i/B of the fill), the rest
     are admitted as slots free at the steady rate λ = B / E2E(B), and the run ends with the drain of
     the longest outputs (output p95). Throughput = N × output / makespan; TTFT percentiles are over
@@ -532,7 +548,9 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     n = max(float(n_prompts), 1.0)
     b = min(n, _saturated_batch(c))
     itl = _cycle_s(c, b)
-    fill = _fill_s(c, b)
+    # the API server ingests the prompts one after another while the engine prefills them: the slower
+    # of the two paces the fill (a smooth max, exponent 4)
+    fill = overlap(_fill_s(c, b), b * load_calibration().v("frontend_ms_per_request") / 1e3, 4.0)
     own = _prefill_s(c, b, c.isl_eff)
     e2e_ss = own + c.osl_decode * itl
     lam = b / e2e_ss

@@ -81,6 +81,9 @@ PARAMS: dict[str, ParamSpec] = {
                                           "per-sequence scheduling, detokenization and sampling"),
     "request_overhead_ms": ParamSpec(20.0, 2.0, 100.0, "ms per request, in TTFT",
                                      "HTTP, tokenization, admission and the first step's launch"),
+    "frontend_ms_per_request": ParamSpec(3.0, 0.2, 20.0, "ms per request, serialized",
+                                         "API-server time per request (HTTP parsing, tokenization, hand-off) that one "
+                                         "server process spends in turn: paces a burst's admission"),
     "nvlink_hop_latency_us": ParamSpec(3.0, 1.0, 20.0, "µs per ring hop",
                                        "all-reduce latency over NVLink: 2(tp-1) hops per call"),
     "pcie_latency_ratio": ParamSpec(3.0, 1.0, 30.0, "PCIe hop latency / NVLink hop latency (>= 1)",
