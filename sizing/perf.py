@@ -6,15 +6,21 @@ estimate_* / goodput functions). Step physics lives in sizing.perf_step, fitted 
 sizing.perf_calibration. Must not import pulumi, boto3, numpy, or the planner/CLI.
 
 Method (analytic, no simulation; one estimate takes tens of microseconds):
-- A *cycle* advances every active sequence by one token. In steady state each decoding sequence
-  brings prompt/output prompt tokens of new prefill work per cycle, scheduled by chunked prefill
-  inside the engine's token budget (max_num_batched_tokens); mean ITL = cycle time.
-- ITL p95: a share f of a request's steps carries another request's prefill chunk; when f ≥ 5 %
-  the p95 step is a chunked step, below that it ramps (f/5 %)² towards the decode-only step.
-- TTFT = prefill service time S (own prompt, in chunks beside the running decodes) + M/G/1 queueing
-  for the prefill server (Pollaczek–Khinchine mean; p95 from the exponential tail
-  P(W > t) ≈ ρ·exp(-ρt/E[W])) + half a step of residual; closed loops beyond the batch limit add
-  the admission-queue wait from Little's law.
+- A *cycle* advances every decoding sequence by one token. In steady state the other batch - 1
+  running requests bring prompt/output prompt tokens each of prefill work per cycle (a request's
+  own prefill is in its TTFT, never in its ITL), as whole chunks of max_num_batched_tokens in some
+  steps (a mixture of decode-only and chunk-carrying steps) or, beyond one chunk per step, in every
+  step; mean ITL = cycle time.
+- When requests wait (offline, a burst, a closed loop over the limit) the decode batch is the
+  engine limit or, when prefill fills the token budget first, budget × output / (prompt + output).
+- ITL percentile q: the chunk-carrying step once its share of gaps passes 1 - q (smoothed); TPOT
+  percentiles over requests: a Poisson count of chunked steps per request.
+- TTFT = fixed per-request cost (HTTP, tokenization, scheduling) + prefill service time S (own
+  prompt, in chunks beside the running decodes) + M/G/1 queueing for the prefill server
+  (Pollaczek–Khinchine mean; percentiles from the exponential tail P(W > t) ≈ ρ·exp(-ρt/E[W])) +
+  half a step of residual; closed loops beyond the batch limit add the admission-queue wait from
+  Little's law; lockstep closed loops and bursts of N prompts (estimate_burst: fill, slot-paced
+  admission, drain of the longest outputs, API-server pacing) are modelled as such.
 - Closed loop: λ solves λ = N / E2E(λ). Open loop: the active batch B solves B = R·T(B).
 Units: ms for latencies, tokens/s and requests/s for throughput, whole replica unless named.
 """
@@ -22,7 +28,7 @@ Units: ms for latencies, tokens/s and requests/s for throughput, whole replica u
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from sizing.catalog import Catalog, ModelArch
 from sizing.errors import CatalogLookupError
@@ -158,6 +164,7 @@ class _Ctx:
     prompt_sigma: float  # log-normal sigma of prompt lengths (from mean and p95)
     request_overhead_s: float
     bw_eff: float
+    memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _engine_limits(catalog: Catalog, cfg: ReplicaConfig) -> tuple[int, int, str]:
@@ -254,6 +261,23 @@ def _others_prefill(c: _Ctx, batch: float) -> float:
     return max(batch - 1.0, 0.0) * c.isl_eff / c.osl_decode
 
 
+def _memo(name: str):  # type: ignore[no-untyped-def]
+    """Per-context memo of a (ctx, float) -> value function (the goodput search asks again and again)."""
+    def wrap(fn):  # type: ignore[no-untyped-def]
+        def inner(c: _Ctx, x: float):  # type: ignore[no-untyped-def]
+            key = (name, x)
+            hit = c.memo.get(key)
+            if hit is None:
+                if len(c.memo) > 20000:
+                    c.memo.clear()
+                hit = c.memo[key] = fn(c, x)
+            return hit
+        inner.__doc__ = fn.__doc__
+        return inner
+    return wrap
+
+
+@_memo("cycle")
 def _cycle_s(c: _Ctx, batch: float) -> float:
     """Mean ITL: time to advance `batch` decoding sequences one token, with the others' prefill.
     While the others' prefill is less than one chunk per step, it arrives as whole chunks in some
@@ -274,6 +298,7 @@ def _chunk(c: _Ctx, batch: float, prompt: float) -> float:
     return max(min(prompt, c.budget - batch), min(prompt, c.budget / 16))
 
 
+@_memo("itl_steps")
 def _itl_steps(c: _Ctx, batch: float) -> tuple[float, float, float]:
     """(decode-only step s, prefill-carrying step s, share of a request's gaps that carry a chunk)."""
     decode = c.sm.step_s(batch, c.ctx_decode)
@@ -300,12 +325,21 @@ def _tpot_q_s(c: _Ctx, batch: float, mean_s: float, q: float) -> float:
 
 def _prefill_s(c: _Ctx, batch: float, prompt: float) -> float:
     """Service time of one prompt's prefill, in chunks beside `batch` running decodes."""
+    key = ("prefill", (batch, prompt))
+    hit = c.memo.get(key)
+    if hit is None:
+        hit = c.memo[key] = _prefill_raw(c, batch, prompt)
+    return hit  # type: ignore[return-value]
+
+
+def _prefill_raw(c: _Ctx, batch: float, prompt: float) -> float:
     if prompt <= 0:
         return c.sm.step_s(max(batch, 1.0), c.ctx_decode)
     ch = _chunk(c, batch, prompt)
     return (prompt / ch) * c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
 
 
+@_memo("busy")
 def _prefill_busy_s(c: _Ctx, batch: float) -> float:
     """GPU time one prompt's prefill adds beyond the running decodes (its marginal cost): the
     prefill server's service time. The wall-clock prefill (_prefill_s) also contains decode work,

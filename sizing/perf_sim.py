@@ -163,14 +163,15 @@ def _step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.ndarray) -
     return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
 
 
-def _wquantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """Weighted quantile (inverted CDF) of values with integer weights."""
+def _wquantiles(values: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+    """Mean and QUANTILES (inverted CDF) of values with integer weights."""
     if values.size == 0:
-        return 0.0
-    order = np.argsort(values, kind="stable")
-    v, w = values[order], weights[order]
-    cw = np.cumsum(w)
-    return float(v[min(int(np.searchsorted(cw, q * cw[-1], side="left")), v.size - 1)])
+        return {"mean": 0.0, **{f"p{q}": 0.0 for q in QUANTILES}}
+    order = np.argsort(values)
+    v, cw = values[order], np.cumsum(weights[order])
+    at = np.searchsorted(cw, np.array(QUANTILES) / 100.0 * cw[-1], side="left")
+    return {"mean": float((values * weights).sum() / cw[-1]),
+            **{f"p{q}": float(v[min(int(i), v.size - 1)]) for q, i in zip(QUANTILES, at, strict=True)}}
 
 
 def _stats(x: np.ndarray) -> dict[str, float]:
@@ -300,7 +301,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         R = running
         CR, GR = C[R], G[R]
         need = P[R] + GR - CR
-        sched = np.minimum(np.maximum(budget - (np.cumsum(need) - need), 0), need)
+        sched = np.minimum(np.maximum(budget - (need.cumsum() - need), 0), need)
         newb = blocks_for(CR + sched, H[R]) - B[R]
         newb[sched == 0] = 0
         nb_total = int(newb.sum())
@@ -382,7 +383,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         # decode-only run: advance k steps at once while nothing else can change
         k = 1
         # (a waiting request left after admission stays blocked until a finish frees a slot or blocks)
-        if not chunk.any() and dec.size == running.size and not preempted:
+        if dec.size == running.size and not preempted:
             k = int((OUT[dec] - GR).min())
             if k > 1 and math.isfinite(t_next) and running.size < max_seqs:
                 dt0 = _step_time(sm, dec_ctx, _EMPTY, _EMPTY)
@@ -428,8 +429,8 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             log_tok.append(int(sampled.size))
         t = t_end
         fin_mask = G[running] >= OUT[running]
-        if fin_mask.any():
-            fin = running[fin_mask]
+        fin = running[fin_mask]
+        if fin.size:
             T2[fin] = t
             free += int(B[fin].sum())
             B[fin] = 0
@@ -478,8 +479,7 @@ def _result(arrivals: Arrivals, P: np.ndarray, OUT: np.ndarray, send: np.ndarray
     tpot = (T2[multi] - T1[multi]) / (OUT[multi] - 1) * 1e3
     gv = np.concatenate(gap_v) * 1e3 if gap_v else np.zeros(0)
     gw = np.concatenate(gap_w) if gap_w else np.zeros(0, dtype=np.int64)
-    itl = {"mean": float((gv * gw).sum() / gw.sum()) if gw.size else 0.0,
-           **{f"p{q}": _wquantile(gv, gw, q / 100.0) for q in QUANTILES}}
+    itl = _wquantiles(gv, gw)
     lt, ltok = np.array(log_t), np.array(log_tok)
     if arrivals.kind == "burst":
         t0, t1 = 0.0, t
