@@ -356,7 +356,7 @@ class _Prepared:
 
     def _goodput(self, *args: Any, **kwargs: Any) -> Goodput:
         cat, cfg, shape, ttft, itl = args
-        key = (cfg, shape, ttft, itl, kwargs.get("mode", "closed"))
+        key = (cfg, shape, ttft, itl, kwargs.get("mode", "closed"), kwargs.get("targets"))
         hit = self._memo.get(key)
         if hit is None:
             hit = self._memo[key] = goodput(cat, cfg, shape, ttft, itl, **kwargs)

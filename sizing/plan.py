@@ -61,6 +61,21 @@ class PerReplica(_M):
     weights_load_s: float  # expected cold-start weight load time from the planned storage
     binds: str = ""  # one line: what binds, at which load, and the decode step's regime
     cold_start_s: float = 0.0  # a new replica on a new node until it serves (sizing/cold_start.py), seconds
+    # predicted percentiles at the planned load, ms (TTFT and E2E over requests, ITL over token gaps,
+    # TPOT over requests' mean gaps); 0 in plans saved before they were reported
+    ttft_p50_ms: float = 0.0
+    ttft_p99_ms: float = 0.0
+    itl_p50_ms: float = 0.0
+    itl_p99_ms: float = 0.0
+    tpot_p50_ms: float = 0.0
+    tpot_p95_ms: float = 0.0
+    tpot_p99_ms: float = 0.0
+    e2e_p50_ms: float = 0.0
+    e2e_p95_ms: float = 0.0
+    e2e_p99_ms: float = 0.0
+    # the step-level simulation (sizing/perf_sim.py) at the goodput load, "ttft_p50_ms" ... "e2e_p99_ms"
+    simulated_at_goodput_ms: dict[str, float] = Field(default_factory=dict)
+    batching: str = ""  # how max_num_batched_tokens / max_num_seqs were chosen (sizing/batching.py)
 
 
 class Pool(_M):

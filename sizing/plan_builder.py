@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from sizing.batching import BUDGETS
 from sizing.binding import binding
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
@@ -33,10 +34,14 @@ REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint",
 
 
 def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
+    """The replica config, with the batching flags the planner tuned (sizing.batching) if any."""
     w = stack.workload
+    t = ev.tuning
     return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
                          pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.engine,
-                         interconnect=ev.cand.instance.gpu_interconnect)
+                         interconnect=ev.cand.instance.gpu_interconnect,
+                         max_num_seqs=t.max_num_seqs if t else None,
+                         max_num_batched_tokens=t.max_num_batched_tokens if t else None)
 
 
 def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,
@@ -62,6 +67,9 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     eng = cat.engine(w.engine)
     fmt = cat.precision(c.precision)
     bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
+    tuned = ev.tuning
+    bound_code = (tuned.bound_code if tuned and tuned.bound_code else bind.code)
+    binds = f"{tuned.binds}; {bind.text}" if tuned and tuned.binds else bind.text
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
@@ -83,8 +91,9 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
             pipeline_parallel_size=c.pp, max_model_len=w.context_tokens,
-            max_num_seqs=max(1, min(ev.fit.max_concurrent_sequences, eng.default_max_num_seqs)),
-            max_num_batched_tokens=eng.default_max_num_batched_tokens,
+            max_num_seqs=max(1, min(ev.fit.max_concurrent_sequences,
+                                    tuned.max_num_seqs if tuned else eng.default_max_num_seqs)),
+            max_num_batched_tokens=tuned.max_num_batched_tokens if tuned else eng.default_max_num_batched_tokens,
             gpu_memory_utilization=ev.fit.gpu_memory_utilization,
             quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
             enable_prefix_caching=True),
@@ -98,10 +107,20 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             goodput_requests_per_s=round(ev.goodput_requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
             planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
-            bound=bind.code, binds=bind.text, weights_load_s=round(load_s, 1)),
+            bound=bound_code, binds=binds, weights_load_s=round(load_s, 1),
+            **{f"{m}_{q}_ms": round(at.percentile(m, q), 3) for m, q in _PLANNED_PERCENTILES},
+            simulated_at_goodput_ms=dict(tuned.predicted) if tuned else {},
+            batching=(f"max_num_batched_tokens {tuned.max_num_batched_tokens}, max_num_seqs {tuned.max_num_seqs}: "
+                      f"the best goodput at the SLO over budgets {BUDGETS[0]}–{BUDGETS[-1]} (default "
+                      f"{tuned.default_budget}), checked by the step-level simulation") if tuned else ""),
     )
     pool.per_replica.cold_start_s = round(cold_start(pool).total_s, 1)
     return pool
+
+
+# predicted percentiles at the planned load beside the p95s and means PerReplica always carried
+_PLANNED_PERCENTILES = tuple((m, q) for m in ("ttft", "itl", "tpot", "e2e") for q in ("p50", "p95", "p99")
+                             if (m, q) not in (("ttft", "p95"), ("itl", "p95")))
 
 
 def _per_replica_share(allocatable: float, replicas_per_node: int, unit: int, step: int) -> int:
