@@ -19,6 +19,7 @@ from sizing.catalog import load_catalog  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
 from sizing.planner import plan_stack  # noqa: E402
 from sizing.stack import NAMESPACE, stack_from_config  # noqa: E402
+from sizing.weights_source import require_weights_source  # noqa: E402
 
 CONFIG_OBJECTS = ("workload", "hardware", "deployment")
 
@@ -48,6 +49,7 @@ def main() -> None:
         mapping, secrets = read_config()
         stack = stack_from_config(pulumi.get_stack(), mapping, source=f"stack {pulumi.get_stack()}")
         catalog = load_catalog()
+        require_weights_source(catalog, stack.workload.model, stack.workload.weights_source)
         plan = plan_stack(stack, catalog)
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None

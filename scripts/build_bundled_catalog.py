@@ -1,8 +1,9 @@
 """Build the bundled catalog in sizing/data/ from the project's reference material.
 
 The only writer of sizing/data/{gpus,instances,prices,offerings,models,api_prices,platform_prices}.csv.
-Inputs: ../shared/reference/*.csv (each row keeps its `source` and `as_of`) and moto's
-per-AZ-ID instance type offerings (public AWS data moto ships; used for which AZs offer a type).
+Inputs: ../shared/reference/*.csv (on-demand prices: us-east-1 from aws_gpu_instances.csv, every
+other region from aws_gpu_on_demand_by_region.csv, checked to agree on us-east-1; each row keeps its `source` and
+`as_of`) and moto's per-AZ-ID instance type offerings (public AWS data moto ships; used for which AZs offer a type).
 
 Run: python scripts/build_bundled_catalog.py [--reference DIR]
 """
@@ -51,6 +52,25 @@ def _interconnect(raw: str) -> str:
     return "nvlink" if raw.lower().startswith("nvlink") else "pcie"
 
 
+def regional_on_demand(ref: Path, rows: list[dict[str, str]]) -> list[dict[str, object]]:
+    """On-demand rows for every region but us-east-1 from aws_gpu_on_demand_by_region.csv (same source
+    as the us-east-1 column of aws_gpu_instances.csv), for the instance types the catalog lists. Its
+    us-east-1 rows must agree with that column row for row, else the two files are out of step."""
+    by_region = _read(ref / "aws_gpu_on_demand_by_region.csv")
+    ours = {r["instance_type"]: r for r in rows}
+    east = {r["instance_type"]: r["on_demand_usd_per_hour"] for r in by_region if r["region"] == "us-east-1"}
+    for t, r in ours.items():
+        if east.get(t, "") != r["on_demand_usd_hr_us_east_1"]:
+            raise SystemExit(f"aws_gpu_on_demand_by_region.csv: us-east-1 {t} is {east.get(t)!r}, "
+                             f"aws_gpu_instances.csv says {r['on_demand_usd_hr_us_east_1']!r}")
+    out: list[dict[str, object]] = [
+        {"instance_type": r["instance_type"], "region": r["region"], "purchase": "on-demand",
+         "usd_per_hour": r["on_demand_usd_per_hour"], "source": r["source"], "as_of": r["as_of"]}
+        for r in by_region if r["instance_type"] in ours and r["region"] != "us-east-1"]
+    out.sort(key=lambda r: (str(r["region"]), list(ours).index(str(r["instance_type"]))))
+    return out
+
+
 def build_instances_and_prices(ref: Path) -> list[str]:
     rows = _read(ref / "aws_gpu_instances.csv")
     inst, prices = [], []
@@ -82,6 +102,7 @@ def build_instances_and_prices(ref: Path) -> list[str]:
         "instance_type", "family", "gpu", "gpu_count", "gpu_memory_gib_each", "vcpus", "memory_gib",
         "local_nvme_gb", "network_gbps", "efa", "gpu_interconnect", "gpu_interconnect_raw",
         "usage_classes", "source", "as_of", "notes"], inst)
+    prices += regional_on_demand(ref, rows)
     _write("prices.csv", ["instance_type", "region", "purchase", "usd_per_hour", "source", "as_of"], prices)
     return [r["instance_type"] for r in rows]
 

@@ -144,6 +144,14 @@ class ModelArch:
     torch_dtype: str | None = None
     source: str = ""
     as_of: str = ""
+    # filled by the architecture readers (sizing/architectures/) for configs and catalog rows alike
+    model_type: str = ""  # the config's model_type (llama, deepseek_v3, gpt_oss, ...)
+    expert_params_b: float | None = None  # all routed experts of all layers, billions
+    native_expert_format: str | None = None  # "mxfp4": the published checkpoint stores experts in MXFP4
+    mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (num_nextn_predict_layers)
+    mtp_params_b: float = 0.0  # their parameters, billions, NOT in params_total_b (loaded only for MTP drafts)
+    checkpoint_quant: str | None = None  # quantization_config.quant_method of the published checkpoint
+    params_source: str = "model card"  # where params_total_b comes from (shown in the plan's assumptions)
 
     @property
     def is_moe(self) -> bool:
@@ -331,7 +339,9 @@ class Catalog:
 
     @cached_property
     def models(self) -> dict[str, ModelArch]:
-        return {r["hf_id"]: _model_from_row(r) for r in self._rows("models.csv")}
+        from sizing.architectures.catalog_rows import complete
+
+        return {r["hf_id"]: complete(_model_from_row(r)) for r in self._rows("models.csv")}
 
     @cached_property
     def api_prices(self) -> list[ApiPrice]:
@@ -412,10 +422,12 @@ class Catalog:
         for m in self.models.values():
             if key in (m.hf_id.lower(), m.short_name.lower(), m.hf_id.split("/")[-1].lower()):
                 return m
-        if name.endswith(".json") or os.path.sep in name and Path(name).exists():
+        local = Path(name)
+        if name.endswith(".json") or os.path.sep in name and (local.exists() or local.is_symlink()) \
+                or local.is_dir():
             from sizing.hf_config import model_from_config_file
 
-            return model_from_config_file(Path(name))
+            return model_from_config_file(local)  # a directory means its config.json
         names = [m.hf_id for m in self.models.values()] + [m.short_name for m in self.models.values()]
         hint = _suggest(name, names)
         if "/" in name and not hint:
@@ -435,19 +447,42 @@ class Catalog:
     def regions_offering(self, instance_type: str) -> list[str]:
         return sorted(r for (t, r) in self.offerings if t == instance_type)
 
-    def check_region(self, region: str) -> None:
-        if region not in self.regions:
-            raise CatalogLookupError(f"unknown region {region!r}{_suggest(region, self.regions)}")
+    @cached_property
+    def priced_regions(self) -> list[str]:
+        return sorted({region for (_, region, _) in self.prices})
 
-    def as_of_lines(self) -> list[str]:
-        """One assumption line per table: where its numbers come from and their dates."""
+    def check_region(self, region: str) -> None:
+        known = sorted(set(self.regions) | set(self.priced_regions))
+        if region not in known:
+            raise CatalogLookupError(f"unknown region {region!r}{_suggest(region, known)}")
+
+    def region_gap(self, region: str, purchase: str) -> str | None:
+        """One line when the catalog has no AZ offerings or no `purchase` prices for `region`, else None."""
+        where = f"the catalog in {self.directory}" if self.directory else "the bundled catalog"
+        fix = (f"run `llmcap catalog refresh --region {region}` (AWS credentials) and plan again, "
+               "or pass --catalog DIR")
+        if region not in self.regions:
+            return f"no AZ offerings for {region} in {where} (it knows {len(self.regions)} regions); {fix}"
+        kinds = ("on-demand", "spot") if purchase == "mixed" else (purchase,)
+        if not any(r == region and p in kinds for (_, r, p) in self.prices):
+            return f"no {'/'.join(kinds)} prices for {region} in {where}; {fix}"
+        return None
+
+    def as_of_lines(self, region: str | None = None) -> list[str]:
+        """One assumption line per table: where its numbers come from and their dates. With `region`,
+        the price line names that region's on-demand price source and date."""
         def dates(vals: list[str]) -> str:
             s = sorted({v for v in vals if v})
             return s[0] if len(s) == 1 else f"{s[0]} .. {s[-1]}" if s else "undated"
+        od = [p for p in self.prices.values() if p.purchase == "on-demand" and region in (None, p.region)]
+        price_line = f"instance prices: {dates([p.as_of for p in od])}"
+        if region is not None:
+            sources = "; ".join(sorted({p.source for p in od})) or "none"
+            price_line = f"instance prices ({region}, on-demand): {sources}, as of {dates([p.as_of for p in od])}"
         return [
             f"GPU specs: datasheets, as of {dates([g.as_of[:10] for g in self.gpus.values()])}",
             f"instance specs: {dates([i.as_of for i in self.instances.values()])}",
-            f"instance prices: {dates([p.as_of for p in self.prices.values() if p.purchase == 'on-demand'])}",
+            price_line,
             f"hosted-API prices: {dates([a.as_of for a in self.api_prices])}",
         ]
 

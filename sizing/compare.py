@@ -77,8 +77,11 @@ def blast_radius(plan: Plan) -> float:
 
 
 def cold_start_s(plan: Plan) -> float:
-    """Time to load the weights on a new node (the slowest pool), seconds."""
-    return max(p.per_replica.weights_load_s for p in plan.pools)
+    """A new replica on a new node until it serves (the slowest pool), seconds: node boot, image pull,
+    weights and engine start (sizing/cold_start.py)."""
+    from sizing.cold_start import cold_start
+
+    return round(max(cold_start(p).total_s for p in plan.pools), 1)
 
 
 def _headroom(measured: float, target: float) -> float:
@@ -92,6 +95,7 @@ def summarize(option: Option, plan: Plan) -> dict[str, Any]:
     capacity_after_loss = t.capacity_output_tokens_per_s * (1 - blast_radius(plan))
     return {
         "label": option.label, "stack": option.stack.name, "strategy": plan.strategy, "feasible": True,
+        "model": plan.model,
         "pools": [f"{p.instances_desired}× {p.instance_type} ({p.replicas} replicas of {p.gpu} "
                   f"×{p.tensor_parallel * p.pipeline_parallel}, {p.precision})" for p in plan.pools],
         "gpu": lead.gpu, "instance_type": lead.instance_type, "precision": lead.precision,
@@ -139,8 +143,33 @@ def compare_options(options: list[Option], cat: Catalog,
             continue
         plans[o.label] = plan
         rows.append(summarize(o, plan))
+    mark_identical(rows)
     winner, reason = verdict(rows)
     return Comparison(rows, winner, reason, plans)
+
+
+def _deployment_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two options the same deployment; a row without pools is never the same as another."""
+    return (r.get("model"), tuple(r.get("pools") or [id(r)]), round(r["usd_per_month"], 2))
+
+
+def mark_identical(rows: list[dict[str, Any]]) -> None:
+    """`same_as`: the label of an earlier option with the same model, pools and cost (e.g. `mixed` that
+    found no cheaper mix than one pool), so the views say "identical" instead of comparing a plan to itself."""
+    seen: dict[tuple[Any, ...], str] = {}
+    for r in rows:
+        if not r["feasible"]:
+            continue
+        key = _deployment_key(r)
+        if key in seen:
+            r["same_as"] = seen[key]
+        else:
+            seen[key] = r["label"]
+
+
+def _pct_differs(a: float, b: float) -> bool:
+    """Whether two shares differ as printed (whole percent): no "(4% vs 4%)" verdicts."""
+    return f"{a:.0%}" != f"{b:.0%}"
 
 
 def verdict(rows: list[dict[str, Any]]) -> tuple[str | None, str]:
@@ -153,20 +182,35 @@ def verdict(rows: list[dict[str, Any]]) -> tuple[str | None, str]:
             f"{r['label']}: {r['problems'][-1]}" for r in rows)
     win = ok[0]
     parts: list[str] = []
-    if len(ok) > 1:
-        nxt = ok[1]
+    models = sorted({str(r["model"]) for r in ok if r.get("model")})
+    if len(models) > 1:
+        parts.append("the options serve different models (" + ", ".join(
+            f"{r['label']}: {r['model']}" for r in ok) + "), so the cheaper one is a substitute only if its "
+            "model is good enough")
+    same = [r["label"] for r in ok[1:] if _deployment_key(r) == _deployment_key(win)]
+    if same:
+        parts.append(f"{win['label']} and {', '.join(same)} are the identical deployment "
+                     f"({'; '.join(win.get('pools', []))})")
+    rest = [r for r in ok[1:] if r["label"] not in same]
+    if rest:
+        nxt = rest[0]
         d = nxt["usd_per_month"] - win["usd_per_month"]
         if d > 0.005:
+            pct = d / nxt["usd_per_month"]
             parts.append(f"{win['label']} costs ${d:,.0f}/month less than {nxt['label']} "
-                         f"({d / nxt['usd_per_month']:.0%} cheaper: ${win['usd_per_month']:,.0f} vs "
-                         f"${nxt['usd_per_month']:,.0f})")
-        else:
+                         f"({f'{pct:.0%}' if pct >= 0.005 else 'under 1%'} cheaper: "
+                         f"${win['usd_per_month']:,.0f} vs ${nxt['usd_per_month']:,.0f})")
+        elif _pct_differs(win["blast_radius"], nxt["blast_radius"]):
             parts.append(f"{win['label']} costs the same as {nxt['label']} and loses less capacity when a node "
                          f"fails ({win['blast_radius']:.0%} vs {nxt['blast_radius']:.0%})")
-        if win["blast_radius"] > nxt["blast_radius"] + 1e-9:
+        else:
+            fewer = "fewer" if win["gpus"] < nxt["gpus"] else "as many"
+            parts.append(f"{win['label']} costs the same as {nxt['label']} and loses as much capacity when a node "
+                         f"fails ({win['blast_radius']:.0%}); it has {fewer} GPUs")
+        if win["blast_radius"] > nxt["blast_radius"] and _pct_differs(win["blast_radius"], nxt["blast_radius"]):
             parts.append(f"but one node failure takes {win['blast_radius']:.0%} of its capacity "
                          f"(vs {nxt['blast_radius']:.0%})")
-    else:
+    elif not same:
         parts.append(f"{win['label']} is the only option that meets the SLO")
     if not win["survives_node_loss"]:
         parts.append("and it cannot carry the full demand after losing one node")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from sizing.humanize import num
 from sizing.spec import WorkloadSpec
 
 
@@ -36,8 +37,8 @@ def demand_of(w: WorkloadSpec) -> Demand:
     if w.traffic.concurrent_users is not None:
         u = w.traffic.concurrent_users
         return Demand("closed", u, None, tps, u * tps, w.prompt_tokens.mean, w.output_tokens.mean,
-                      f"{u} concurrent users × {tps:g} tokens/s per user = {u * tps:,.0f} output tokens/s")
+                      f"{u:,} concurrent users × {num(tps)} tokens/s per user = {u * tps:,.0f} output tokens/s")
     r = float(w.traffic.peak_requests_per_s or 0.0)
     out = r * w.output_tokens.mean
     return Demand("open", None, r, tps, out, w.prompt_tokens.mean, w.output_tokens.mean,
-                  f"{r:g} requests/s × {w.output_tokens.mean} output tokens = {out:,.0f} output tokens/s")
+                  f"{num(r)} requests/s × {w.output_tokens.mean:,} output tokens = {out:,.0f} output tokens/s")

@@ -3,6 +3,8 @@ anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -38,6 +40,8 @@ class NoFeasiblePlanError(LlmcapError):
         super().__init__(message, problems)
         self.rejections = rejections or []
         self.suggestions = suggestions or []
+        # each suggestion re-planned: {"change", "set", "plan", "gpus", "usd_per_month"}
+        self.suggestion_details: list[dict[str, Any]] = []
 
 
 class CheckFailedError(LlmcapError):

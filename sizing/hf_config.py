@@ -1,75 +1,89 @@
 """Model architectures from a Hugging Face `config.json` (a local file, or fetched from the hub).
 
-Parameter counts are computed from the config when it has none (dense or MoE decoder with
-untied/tied embeddings); the catalog's rows keep the official model-card counts instead.
+Parameter counts, KV layout and layer kinds come from the family's reader (sizing/architectures/);
+the catalog's rows keep the official model-card counts instead.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from sizing.catalog import ModelArch
 from sizing.errors import CatalogLookupError
 
-
-def _params_from_config(c: dict[str, Any], head_dim: int) -> tuple[float, float]:
-    """(total, active) parameters in billions, counted from the config's shapes."""
-    h, layers, vocab = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
-    heads, kv = c["num_attention_heads"], c.get("num_key_value_heads", c["num_attention_heads"])
-    attn = h * heads * head_dim + 2 * h * kv * head_dim + heads * head_dim * h
-    experts = c.get("num_local_experts") or c.get("num_experts") or 0
-    top_k = c.get("num_experts_per_tok") or 0
-    ffn_dim = c.get("moe_intermediate_size") or c.get("intermediate_size") or 4 * h
-    ffn_one = 3 * h * ffn_dim
-    emb = vocab * h * (1 if c.get("tie_word_embeddings", False) else 2)
-    if experts:
-        total = layers * (attn + experts * ffn_one) + emb
-        active = layers * (attn + top_k * ffn_one) + emb
-    else:
-        total = active = layers * (attn + ffn_one) + emb
-    return total / 1e9, active / 1e9
+CONFIG_MAX_BYTES = 4 * 2**20  # config.json files are kilobytes; Phi's rope tables make the largest ~10 KB
 
 
-def model_from_config(c: dict[str, Any], name: str, source: str) -> ModelArch:
-    """A ModelArch from a parsed config.json (dense, GQA, MoE; MLA when kv_lora_rank is set)."""
+def model_from_config(c: Any, name: str, source: str, label: str | None = None) -> ModelArch:
+    """A ModelArch from a parsed config.json, by its family's reader (sizing/architectures/);
+    an unknown model_type, a missing field or an impossible value is one CatalogLookupError line
+    that names the config as `label` (default `name`)."""
+    from sizing.architectures import read_config
+
+    return read_config(c, name, source, label)
+
+
+def _reject_constant(token: str) -> float:
+    raise ValueError(f"{token} is not a number a config may hold")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The parsed config.json at `path` (a directory means its config.json). Only a regular file
+    is opened (never a FIFO or a device: it is opened non-blocking and checked before reading),
+    at most CONFIG_MAX_BYTES, UTF-8 JSON whose top level is an object."""
+    import os
+    import stat
+
+    if path.is_dir():
+        path = path / "config.json"
+    shown = str(path)
     try:
-        heads = int(c["num_attention_heads"])
-        hidden = int(c["hidden_size"])
-        head_dim = int(c.get("head_dim") or hidden // heads)
-        total, active = _params_from_config(c, head_dim)
-        window = c.get("sliding_window") if c.get("use_sliding_window", True) else None
-        layers = int(c["num_hidden_layers"])
-        experts = c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts")
-        return ModelArch(
-            hf_id=name, short_name=name.split("/")[-1].lower(), family=str(c.get("model_type", "custom")),
-            params_total_b=total, params_active_b=active, num_layers=layers, hidden_size=hidden,
-            intermediate_size=c.get("intermediate_size"), num_attention_heads=heads,
-            num_kv_heads=int(c.get("num_key_value_heads", heads)),
-            head_dim=None if c.get("kv_lora_rank") else head_dim, vocab_size=int(c["vocab_size"]),
-            tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
-            max_position_embeddings=int(c.get("max_position_embeddings", 4096)),
-            attention_kind="MLA" if c.get("kv_lora_rank") else "GQA",
-            sliding_window=int(window) if window else None,
-            sliding_window_layers=tuple(range(layers)) if window else (),
-            mla_kv_lora_rank=c.get("kv_lora_rank"), mla_qk_rope_head_dim=c.get("qk_rope_head_dim"),
-            mla_qk_nope_head_dim=c.get("qk_nope_head_dim"), mla_v_head_dim=c.get("v_head_dim"),
-            moe_num_experts=experts, moe_experts_per_token=c.get("num_experts_per_tok"),
-            moe_shared_experts=c.get("n_shared_experts"), moe_intermediate_size=c.get("moe_intermediate_size"),
-            first_k_dense_layers=c.get("first_k_dense_replace"), torch_dtype=c.get("torch_dtype"),
-            source=source, as_of=date.today().isoformat())
-    except (KeyError, TypeError, ValueError) as e:
-        raise CatalogLookupError(f"model config {name!r} lacks a usable field: {e}") from None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise CatalogLookupError(f"model config {shown}: no such file") from None
+    except OSError as e:
+        raise CatalogLookupError(f"model config {shown}: cannot open ({e.strerror or type(e).__name__})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CatalogLookupError(f"model config {shown}: not a regular file; give the path of a config.json")
+        if st.st_size > CONFIG_MAX_BYTES:
+            raise CatalogLookupError(f"model config {shown}: {st.st_size:,} bytes is more than a config.json holds "
+                                     f"(limit {CONFIG_MAX_BYTES:,})")
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            fd = -1
+            raw = f.read(CONFIG_MAX_BYTES + 1)
+    except OSError as e:
+        raise CatalogLookupError(f"model config {shown}: cannot read ({e.strerror or type(e).__name__})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(raw) > CONFIG_MAX_BYTES:
+        raise CatalogLookupError(f"model config {shown}: more than {CONFIG_MAX_BYTES:,} bytes")
+    try:
+        c = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise CatalogLookupError(f"model config {shown}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:
+        raise CatalogLookupError(f"model config {shown}: nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError is a ValueError
+        raise CatalogLookupError(f"model config {shown}: not valid JSON ({str(e)[:80]})") from None
+    if not isinstance(c, dict):
+        raise CatalogLookupError(f"model config {shown}: must be a JSON object, not "
+                                 f"{'null' if c is None else type(c).__name__}")
+    return c
 
 
 def model_from_config_file(path: Path) -> ModelArch:
-    try:
-        c = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise CatalogLookupError(f"cannot read model config {str(path)!r}: {e}") from None
-    return model_from_config(c, c.get("_name_or_path") or path.parent.name or path.stem, f"config file {path}")
+    """The architecture of a local config.json (or a directory holding one)."""
+    c = read_config_file(path)
+    where = path / "config.json" if path.is_dir() else path
+    named = c.get("_name_or_path")
+    name = named if isinstance(named, str) and named.strip() and len(named) <= 200 else \
+        (where.parent.name if where.name == "config.json" else where.stem)
+    return model_from_config(c, name, f"config file {where}", label=str(where))
 
 
 def _check_hub_reachable(timeout_s: float = 3.0) -> None:
@@ -97,4 +111,8 @@ def model_from_hub(repo_id: str, known: list[str]) -> ModelArch:
             f"model {repo_id!r} is not in the catalog and its config.json could not be fetched from the "
             f"Hugging Face hub ({type(e).__name__}); use a catalog name ({', '.join(known[:8])}, ... see "
             "`llmcap models`) or a path to a config.json") from None
-    return model_from_config(json.loads(Path(path).read_text()), repo_id, f"huggingface hub {repo_id}/config.json")
+    arch = model_from_config(read_config_file(Path(path)), repo_id, f"huggingface hub {repo_id}/config.json")
+    from sizing.checkpoint import fetch_metadata
+
+    fetch_metadata(repo_id)  # the hub is reachable now: cache the checkpoint's exact size (best effort)
+    return arch

@@ -20,12 +20,36 @@ def embedding_params(model: ModelArch) -> float:
     return model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
 
 
-def weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat) -> float:
+def native_expert_bytes_per_param(model: ModelArch) -> float | None:
+    """Bytes per routed-expert weight as the published checkpoint stores them, when its experts
+    are natively quantized (gpt-oss: MXFP4, 4.25 bits with the block scales); else None."""
+    if model.native_expert_format == "mxfp4":
+        from sizing.architectures.gpt_oss import MXFP4_BITS_PER_WEIGHT
+
+        return MXFP4_BITS_PER_WEIGHT / 8.0
+    return None
+
+
+def expert_weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat) -> float:
+    """Bytes of the routed experts of one model copy (0 for a dense model): MXFP4 experts stay
+    MXFP4 unless `fmt` is smaller still."""
+    experts = (model.expert_params_b or 0.0) * 1e9
+    native = native_expert_bytes_per_param(model)
+    return experts * (min(native, fmt.bytes_per_param) if native else fmt.bytes_per_param)
+
+
+def weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat, include_mtp: bool = False) -> float:
     """Bytes of all weights of one model copy. Embeddings/lm_head stay 16-bit unless the
-    format quantizes them (AWQ, GPTQ and FP8 checkpoints keep them in 16 bits)."""
+    format quantizes them (AWQ, GPTQ and FP8 checkpoints keep them in 16 bits). Experts a
+    checkpoint stores natively quantized (gpt-oss MXFP4) keep that size. MTP layers are left out
+    (vLLM loads them only for MTP speculative decoding) unless `include_mtp`."""
     total = model.params_total_b * 1e9
     emb = 0.0 if fmt.quantizes_embeddings else min(embedding_params(model), total)
-    return (total - emb) * fmt.bytes_per_param + emb * 2.0
+    native = native_expert_bytes_per_param(model)
+    experts = min((model.expert_params_b or 0.0) * 1e9, total - emb) if native else 0.0
+    mtp = model.mtp_params_b * 1e9 * fmt.bytes_per_param if include_mtp else 0.0
+    return (total - emb - experts) * fmt.bytes_per_param + emb * 2.0 + \
+        (expert_weight_bytes_per_replica(model, fmt) if native else 0.0) + mtp
 
 
 def weights_gib_per_gpu(model: ModelArch, fmt: PrecisionFormat, tp: int, pp: int = 1) -> float:
@@ -50,6 +74,21 @@ def kv_cache_bytes_per_token(model: ModelArch, kv_bytes: float) -> float:
     × bytes; MLA: latent + rope dims). Sliding-window layers count fully here: this is the
     per-token figure for sequences within the window."""
     return model.num_layers * _kv_elems_per_token_per_layer(model) * kv_bytes
+
+
+def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[str, float]:
+    """KV bytes one token adds to one replica, per layer kind, summed over the layers of that
+    kind: "mla" (latent kv_lora_rank + qk_rope_head_dim per layer), "full" (2 x kv_heads x
+    head_dim per layer) and "sliding" (the same per layer, but held for at most
+    `sliding_window` tokens)."""
+    per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes
+    if model.is_mla:
+        return {"mla": model.num_layers * per_layer}
+    n_window = len(model.sliding_window_layers) if model.sliding_window else 0
+    out = {"full": (model.num_layers - n_window) * per_layer}
+    if n_window:
+        out["sliding"] = n_window * per_layer
+    return out
 
 
 def kv_cache_bytes_per_sequence(model: ModelArch, tokens: int, kv_bytes: float) -> float:

@@ -459,7 +459,7 @@ def _estimate(c: _Ctx, shape: WorkloadShape, pt: _Point, concurrency: float, cap
 def _infeasible_estimate(c: _Ctx, concurrency: float) -> LoadEstimate:
     inf = math.inf
     return LoadEstimate(concurrency, 0.0, 0.0, inf, inf, inf, inf, inf, inf,
-                        "kv-capacity", 0, False, f"the model does not fit: {c.fit.reason}",
+                        "weights-do-not-fit", 0, False, f"the model does not fit: {c.fit.reason}",
                         inf, inf, inf, inf, inf, inf, inf, inf, inf, inf)
 
 

@@ -55,8 +55,12 @@ class PerReplica(_M):
     itl_p95_ms: float
     ttft_ms: float
     itl_ms: float
-    bound: str  # memory-bandwidth | compute | communication | kv-capacity | engine-limit
+    # what stops this replica's goodput from growing (sizing.binding): itl-tail | ttft-queueing |
+    # kv-capacity | engine-limit (saved plans before 2026-12 carry the step regime here instead)
+    bound: str
     weights_load_s: float  # expected cold-start weight load time from the planned storage
+    binds: str = ""  # one line: what binds, at which load, and the decode step's regime
+    cold_start_s: float = 0.0  # a new replica on a new node until it serves (sizing/cold_start.py), seconds
 
 
 class Pool(_M):

@@ -7,8 +7,10 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from sizing.binding import binding
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
+from sizing.cold_start import cold_start
 from sizing.cost import (
     HOURS_PER_MONTH,
     api_comparison,
@@ -16,7 +18,7 @@ from sizing.cost import (
     usd_per_million_tokens,
     usd_per_month,
 )
-from sizing.demand import Demand
+from sizing.demand import Demand, demand_of
 from sizing.errors import NoFeasiblePlanError
 from sizing.memory import GIB
 from sizing.mix import Mix, MixPart, best_mix
@@ -59,11 +61,12 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         at = estimate_open_loop(cat, cfg, shape, rate)
     eng = cat.engine(w.engine)
     fmt = cat.precision(c.precision)
+    bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
     g_lo, g_hi = load_calibration().goodput_range  # p10/p90 of held-out measured / predicted
-    return Pool(
+    pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
         nodes_per_replica=c.pp, replicas=replicas, replicas_for_demand=replicas - redundancy_replicas,
@@ -96,8 +99,10 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             goodput_requests_per_s=round(ev.goodput_requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
             planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
-            bound=at.bound, weights_load_s=round(load_s, 1)),
+            bound=bind.code, binds=bind.text, weights_load_s=round(load_s, 1)),
     )
+    pool.per_replica.cold_start_s = round(cold_start(pool).total_s, 1)
+    return pool
 
 
 def _per_replica_share(allocatable: float, replicas_per_node: int, unit: int, step: int) -> int:
@@ -117,6 +122,12 @@ def checkpoint_gib(cat: Catalog, model: ModelArch, stack: Stack, precision: str)
         and fmt.weight_bits < 16
     src = cat.precision("bf16") if on_load else fmt
     return weight_bytes_per_replica(model, src) / GIB
+
+
+def _model_size_line(cat: Catalog, model: ModelArch) -> str:
+    from sizing.checkpoint import model_size_line
+
+    return model_size_line(model, "fp16" if model.torch_dtype == "float16" else "bf16", cat)
 
 
 def root_volume_gib(model_cache_gib_per_node: float) -> int:
@@ -259,7 +270,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         f"({hw.redundancy}); concurrent users also bound replicas by the SLO-meeting concurrency",
         f"$/month = $/hour × {HOURS_PER_MONTH:g} h; $/1M tokens = $/hour ÷ (output tokens/s × 3,600) × 1e6",
         f"engine: {w.engine}; performance model calibrated on published measurements (sizing/data/perf_calibration.*)",
-        *cat.as_of_lines(),
+        *cat.as_of_lines(stack.region),
+        _model_size_line(cat, model),
     ]
     if scale is not None:
         note = scale(lead.gpu, w.engine, model.hf_id)
@@ -290,47 +302,121 @@ def _gpu_line(p: Pool) -> Any:
                     source="prices.csv")
 
 
+# Suggestions stay "nearby": an ITL target is relaxed at most to ITL_SUGGESTION_CAP_MS (or 4× the
+# target, whichever is lower; slower than ~5 tokens/s is no longer a chat), and a suggestion costing
+# more than SUGGESTION_MAX_USD_MONTH (or 3× the stack's budget) or 10× the cheapest one is not shown.
+ITL_LADDER = (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0)
+TTFT_LADDER = (1.5, 2.0, 3.0, 5.0)
+ITL_SUGGESTION_CAP_MS = 200.0
+TTFT_SUGGESTION_CAP_MS = 10_000.0
+SUGGESTION_MAX_USD_MONTH = 1_000_000.0
+
+
+def condensed_problems(rejections: list[Any]) -> list[str]:
+    """One line per GPU (its most informative rejection); a detail shared by every GPU becomes one line;
+    GPUs without a datasheet row are one "skipped" line."""
+    reasons = _worst_reasons(rejections)
+    skipped = sorted(g for g, (code, *_r) in reasons.items() if code == "no-gpu-specs")
+    rest = {g: v for g, v in reasons.items() if v[0] != "no-gpu-specs"}
+    details = {(code, detail) for (code, detail, *_r) in rest.values()}
+    if len(rest) > 1 and len(details) == 1:
+        problems = [f"every GPU: {next(iter(details))[1]}"]
+    else:
+        problems = [f"{gpu}: {code}: {detail}" for gpu, (code, detail, _i, _p, _t) in sorted(rest.items())]
+    if skipped:
+        problems.append(f"skipped (no datasheet row in gpus.csv): {', '.join(skipped)}")
+    return problems
+
+
 def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any,
                      demand: Demand) -> NoFeasiblePlanError:
-    """Why nothing is feasible (per GPU type) and what would make it feasible."""
+    """Why nothing is feasible (per GPU type) and the cheapest nearby changes that work, each re-planned
+    and priced: a relaxed SLO, another precision (with a checkpoint where it needs one), more GPUs."""
     from sizing.planner import search
 
-    reasons = _worst_reasons(main.rejections)
-    problems = [f"{gpu}: {code}: {detail}" for gpu, (code, detail, _i, _p, _t) in sorted(reasons.items())]
+    problems = condensed_problems(main.rejections)
     if not problems:
         problems = ["no instance type is allowed by the hardware section in this region"]
     w, hw = stack.workload, stack.hardware
-    suggestions: list[str] = []
+    found: list[dict[str, Any]] = []
 
     def cheapest(w2: Any, hw2: Any, strat: str) -> Evaluated | None:
-        return search(cat, model, w2, hw2, stack.region, strat, demand).best
+        # the demand follows the SLO when tokens/s per user defaults to 1000 / ITL
+        return search(cat, model, w2, hw2, stack.region, strat, demand_of(w2)).best
 
-    more = [p for p in ("fp8", "int4-awq") if p not in w.precisions]
-    if more:
-        w2 = w.model_copy(update={"precision": w.precisions + more})
+    def add(change: str, setting: dict[str, Any], ev: Evaluated | None) -> bool:
+        if ev is None:
+            return False
+        found.append({"change": change, "set": setting, "plan": ev.cand.label(), "gpus": ev.gpus,
+                      "usd_per_month": round(usd_per_month(ev.usd_per_hour), 2)})
+        return True
+
+    codes = {r.reason for r in main.rejections}
+    if "misses-itl" in codes or "misses-ttft" in codes:
+        cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
+        for factor in ITL_LADDER:
+            itl = round(w.slo.itl_p95_ms * factor, 1)
+            if itl > cap:
+                break
+            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"itl_p95_ms": itl})})
+            if add(f"ITL p95 {w.slo.itl_p95_ms:g} ms → {itl:g} ms", {"workload.slo.itl_p95_ms": itl},
+                   cheapest(w2, hw, strategy)):
+                break
+        for factor in TTFT_LADDER:
+            ttft = round(w.slo.ttft_p95_ms * factor)
+            if ttft > max(TTFT_SUGGESTION_CAP_MS, w.slo.ttft_p95_ms):
+                break
+            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"ttft_p95_ms": ttft})})
+            if add(f"TTFT p95 {w.slo.ttft_p95_ms:g} ms → {ttft:g} ms", {"workload.slo.ttft_p95_ms": ttft},
+                   cheapest(w2, hw, strategy)):
+                break
+    for prec in ("fp8", "int4-awq"):
+        if prec in w.precisions and (prec in w.checkpoints or not cat.precision(prec).needs_prequantized_checkpoint):
+            continue
+        fmt = cat.precision(prec)
+        needs_ckpt = fmt.needs_prequantized_checkpoint and prec not in w.checkpoints
+        placeholder = f"<{prec} checkpoint of {model.hf_id}>"
+        extra = {"checkpoints": {**w.checkpoints, prec: placeholder}} if needs_ckpt else {}
+        w2 = w.model_copy(update={"precision": list(dict.fromkeys(w.precisions + [prec])), **extra})
         ev = cheapest(w2, hw, strategy)
-        if ev:
-            suggestions.append(f"allow precision {ev.cand.precision} (quantization): {ev.cand.label()}, "
-                               f"${usd_per_month(ev.usd_per_hour):,.0f}/month")
-    for factor in (1.5, 2, 3, 4, 8):
-        itl = w.slo.itl_p95_ms * factor
-        w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"itl_p95_ms": itl, "ttft_p95_ms": max(
-            w.slo.ttft_p95_ms, w.slo.ttft_p95_ms * factor / 2)})})
-        ev = cheapest(w2, hw, strategy)
-        if ev:
-            suggestions.append(f"relax the SLO to ITL p95 {itl:g} ms (TTFT p95 {w2.slo.ttft_p95_ms:g} ms): "
-                               f"{ev.cand.label()}, ${usd_per_month(ev.usd_per_hour):,.0f}/month")
-            break
-    if hw.gpus or hw.instance_types or strategy != "auto":
+        if ev is not None and ev.cand.precision == prec:
+            setting: dict[str, Any] = {"workload.precision": w2.precisions}
+            if needs_ckpt:
+                change = (f"{prec} with a pre-quantized checkpoint (set llmcap:workload.checkpoints.{prec} to its "
+                          "Hugging Face id)")
+                setting[f"workload.checkpoints.{prec}"] = placeholder
+            elif prec in w.checkpoints:
+                change = f"allow precision {prec} (checkpoint {w.checkpoints[prec]})"
+            else:
+                change = f"allow precision {prec} (quantized on load)"
+            add(change, setting, ev)
+    if hw.gpus or hw.instance_types:
         hw2 = hw.model_copy(update={"gpus": None, "instance_types": None})
-        ev = cheapest(w, hw2, "auto")
-        if ev:
-            suggestions.append(f"allow a bigger GPU: {ev.cand.instance.gpu} ({ev.cand.label()}), "
-                               f"${usd_per_month(ev.usd_per_hour):,.0f}/month")
+        ev = cheapest(w, hw2, "auto" if strategy == "mixed" else strategy)
+        if ev is not None:
+            gpus = [*(hw.gpus or []), ev.cand.instance.gpu]
+            hw3 = hw.model_copy(update={"gpus": gpus, "instance_types": None})
+            add(f"allow {ev.cand.instance.gpu} (llmcap:hardware.gpus)", {"hardware.gpus": gpus,
+                **({"hardware.instance_types": None} if hw.instance_types else {})},
+                cheapest(w, hw3, "auto" if strategy == "mixed" else strategy))
+    if strategy not in ("auto", "mixed"):
+        add("strategy auto (every instance family)", {"hardware.strategy": "auto"}, cheapest(w, hw, "auto"))
+    ceiling = SUGGESTION_MAX_USD_MONTH if stack.budget_usd_month is None else 3 * stack.budget_usd_month
+    found.sort(key=lambda f: f["usd_per_month"])
+    if found:
+        ceiling = min(ceiling, 10 * found[0]["usd_per_month"])
+    shown = [f for f in found if f["usd_per_month"] <= ceiling]
+    dropped = len(found) - len(shown)
+    suggestions = [f"{f['change']}: {f['plan']}, ${f['usd_per_month']:,.0f}/month" for f in shown]
     if not suggestions:
-        suggestions.append("use a smaller model, shorter prompts/outputs, or a looser SLO")
+        itl_cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
+        under = f", under ${ceiling:,.0f}/month" if dropped else ""
+        suggestions.append(
+            f"no nearby change works (ITL up to {itl_cap:g} ms, fp8/int4-awq, any GPU{under}): "
+            "use a smaller model, shorter prompts/outputs, or fewer concurrent users")
     err = NoFeasiblePlanError(
         f"no feasible plan for {model.hf_id} in {stack.region} ({strategy})",
         [f"no deployment of {model.hf_id} meets the workload in {stack.region} (strategy {strategy}):"] + problems,
         rejections=[r.model_dump() for r in main.rejections], suggestions=suggestions)
+    err.suggestion_details = shown
     return err

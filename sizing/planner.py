@@ -76,8 +76,16 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     cat = catalog or load_catalog()
     cat.check_region(stack.region)
     w, hw = stack.workload, stack.hardware
+    gap = cat.region_gap(stack.region, hw.purchase)
+    if gap:
+        from sizing.errors import NoFeasiblePlanError
+
+        raise NoFeasiblePlanError(f"no data for {stack.region}", [gap])
     strat = strategy or hw.strategy
-    model = cat.model(w.model)
+    from sizing.weights_source import workload_model
+
+    model = workload_model(cat, w.model, w.weights_source)
+    check_context(model, w)
     demand = demand_of(w)
     scale = default_goodput_scale() if goodput_scale is True else (goodput_scale or None)
     main = search(cat, model, w, hw, stack.region, strat, demand, scale)
@@ -87,6 +95,16 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {
         s: Search(s, [e for e in main.feasible if _strategy_of(e) == s], []) for s in ("scale-up", "scale-out")}
     return build_plan(cat, model, stack, strat, main, others, demand, scale)
+
+
+def check_context(model: ModelArch, w: WorkloadSpec) -> None:
+    """A context longer than the model's limit (config.json max_position_embeddings) is bad input."""
+    from sizing.errors import SpecError
+    from sizing.meaning import context_problem
+
+    problem = context_problem(model, w)
+    if problem:
+        raise SpecError(problem)
 
 
 def _strategy_of(e: Evaluated) -> str:

@@ -102,6 +102,10 @@ class WorkloadSpec(_Strict):
     max_context_tokens: int | None = Field(default=None, gt=0, le=10_000_000,
                                            description="vLLM --max-model-len; default prompt p95 + output p95")
     engine: Engine = Field(default="vllm", description="serving engine the performance model assumes")
+    weights_source: str | None = Field(
+        default=None, min_length=1, max_length=500,
+        description="where the weights come from: a Hugging Face id or an s3:// URI; required to render or "
+                    "deploy a model given as a local config.json")
 
     _tl = field_validator("prompt_tokens", "output_tokens", mode="before")(_token_length)
 
@@ -124,6 +128,13 @@ class WorkloadSpec(_Strict):
             if not ident.strip() or len(ident) > 500:
                 raise ValueError(f"checkpoint for {k} must be a Hugging Face id or a path")
         return v
+
+    @field_validator("weights_source", mode="after")
+    @classmethod
+    def _weights_source(cls, v: str | None) -> str | None:
+        from sizing.weights_source import check_weights_source
+
+        return None if v is None else check_weights_source(v)
 
     @model_validator(mode="after")
     def _context_fits(self) -> WorkloadSpec:

@@ -225,10 +225,12 @@ def test_purchase_mixed_keeps_on_demand_floor() -> None:
     assert od >= sum(x.replicas for x in p.pools) / 2
 
 
-def test_region_without_prices_is_explained() -> None:
-    with pytest.raises(NoFeasiblePlanError) as e:
-        plan("dev", "region=eu-west-1")
-    assert "no-price" in " ".join(e.value.problems)
+def test_other_regions_plan_at_their_own_prices() -> None:
+    # every region is bundled now (tests/test_regions.py covers a region without data)
+    p = plan("dev", "region=eu-west-1")
+    for pool in p.pools:
+        price = CAT.price(pool.instance_type, "eu-west-1", "on-demand")
+        assert price is not None and pool.usd_per_instance_hour == pytest.approx(price.usd_per_hour)
 
 
 @pytest.mark.parametrize("name", ["dev", "scaleup-a100", "llama405b"])

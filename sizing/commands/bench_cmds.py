@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from sizing.commands.common import TableOrJson, console, emit_json, guarded
-from sizing.errors import LlmcapError, SpecError
+from sizing.errors import CheckFailedError, LlmcapError, SpecError
 from sizing.plan import Plan
 
 
@@ -80,8 +80,8 @@ def bench(
     fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
 ) -> None:
     """Load-test an endpoint with requests shaped like the stack's workload; TTFT, ITL, TPOT, goodput."""
-    from sizing.bench.client import RunLimits, Target, normalize_endpoint, preflight, run_load
-    from sizing.bench.metrics import aggregate
+    from sizing.bench import metrics
+    from sizing.bench.client import MODELS_DEADLINE_S, RunLimits, Target, normalize_endpoint, preflight, run_load
     from sizing.bench.results import BenchResults
     from sizing.bench.workload import RequestFactory, load_points
     from sizing.stack import load_stack
@@ -117,7 +117,7 @@ def bench(
     share = min(1.0, under_test / demand_replicas) if under_test and demand_replicas else 1.0
     points = load_points(w, concurrency, rate, sweep, share)
 
-    listed = preflight(base_url, api_key)
+    listed = preflight(base_url, api_key, min(MODELS_DEADLINE_S, request_timeout))
     planned_name = plan.pools[0].vllm.served_model_name if plan else None
     if model:
         served = model
@@ -137,7 +137,30 @@ def bench(
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    runs = []
+    runs: list[Any] = []
+
+    def results(final: bool) -> BenchResults:
+        counted = {r.prompt_tokens_counted_by for r in runs if r.completed}
+        extra = [] if final else [f"partial: {len(runs)} of {len(points)} load points measured"]
+        if counted == {"target"}:
+            extra.append("the server sent no usage.prompt_tokens: prompt tokens are the word count of the "
+                         "prompts (one token per word in common tokenizers)")
+        return BenchResults(endpoint=base_url, served_model=served, api=api, stack=st.name, started_at=started,
+                            seed=seed, demand_share=share, replicas_under_test=under_test,
+                            workload=w.model_dump(mode="json"), runs=runs, plan=plan, notes=notes + extra)
+
+    def save(res: BenchResults) -> None:
+        """Whole or not at all: a temporary file beside the target, then moved over it."""
+        if out is None:
+            return
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+        try:
+            tmp.write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
+
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=False) as progress:
         for i, pt in enumerate(points):
@@ -150,19 +173,14 @@ def bench(
 
             records = run_load(target, factory, pt.mode, pt.load, limits, seed + i, tick)
             progress.update(task, completed=duration)
-            runs.append(aggregate(records, mode=pt.mode, load=pt.load, duration_s=duration,
-                                  slo_ttft_ms=w.slo.ttft_p95_ms, slo_itl_ms=w.slo.itl_p95_ms, planned=pt.planned))
+            runs.append(metrics.aggregate(records, mode=pt.mode, load=pt.load, duration_s=duration,
+                                          slo_ttft_ms=w.slo.ttft_p95_ms, slo_itl_ms=w.slo.itl_p95_ms,
+                                          planned=pt.planned))
+            if i + 1 < len(points):
+                save(results(final=False))  # what is measured stays on disk if a later point dies
 
-    counted = {r.prompt_tokens_counted_by for r in runs if r.completed}
-    if counted == {"target"}:
-        notes.append("the server sent no usage.prompt_tokens: prompt tokens are the word count of the prompts "
-                     "(one token per word in common tokenizers)")
-    res = BenchResults(endpoint=base_url, served_model=served, api=api, stack=st.name, started_at=started,
-                       seed=seed, demand_share=share, replicas_under_test=under_test,
-                       workload=w.model_dump(mode="json"), runs=runs, plan=plan, notes=notes)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    res = results(final=True)
+    save(res)
     if fmt == TableOrJson.json:
         emit_json(res.model_dump(mode="json"))
     else:
@@ -174,7 +192,8 @@ def bench(
         raise SpecError(f"no request was sent in {duration:g} s per load point; raise --duration")
     if all(r.completed == 0 for r in runs):
         kinds = sorted({k for r in runs for k in r.error_kinds})
-        raise SpecError(f"all {sent} requests failed ({', '.join(kinds)}); check --model, --api and the server log")
+        raise CheckFailedError(f"all {sent} requests failed ({', '.join(kinds)}); check --model, --api and the "
+                               "server log")
 
 
 @guarded

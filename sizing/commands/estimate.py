@@ -10,7 +10,7 @@ import typer
 
 from sizing.catalog import load_catalog
 from sizing.commands.common import TableOrJson, console, emit_json, guarded
-from sizing.errors import SpecError
+from sizing.errors import NoFeasiblePlanError, SpecError
 from sizing.memory import GIB, memory_fit
 from sizing.spec import PRECISIONS
 
@@ -63,7 +63,7 @@ def print_table(fig: dict[str, Any]) -> None:
     for k, v in fig.items():
         if k in ("model", "gpu", "precision"):
             continue
-        if k in ("why", "goodput_reason"):
+        if k in ("why", "goodput_reason", "binds"):
             continue
         t.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
     console().print(t)
@@ -71,6 +71,29 @@ def print_table(fig: dict[str, Any]) -> None:
         console().print(f"bound: {fig['bound']}: {fig['why']}")
     if fig.get("goodput_reason"):
         console().print(f"goodput: {fig['goodput_reason']}")
+    if fig.get("binds") and fig.get("goodput_feasible"):
+        console().print(f"binds: {fig['binds']}")
+
+
+def infeasible_line(fig: dict[str, Any], catalog: Path | None) -> str | None:
+    """The one-line cause when this replica cannot serve at all (exit 3, as `plan`), else None."""
+    if not fig["fits"]:
+        fix = _fitting_tp(fig, catalog)
+        return f"weights do not fit: {fig['fit_reason']}" + (f"; --tp {fix} fits" if fix else "")
+    if fig.get("goodput_feasible") is False:
+        return str(fig.get("binds") or fig.get("goodput_reason"))
+    return None
+
+
+def _fitting_tp(fig: dict[str, Any], catalog: Path | None) -> int | None:
+    cat = load_catalog(catalog)
+    m = cat.model(fig["model"])
+    for tp in (2, 4, 8):
+        if tp > fig["tp"] and m.num_attention_heads % tp == 0 and memory_fit(
+                cat, m, fig["gpu"], fig["precision"], tp, fig["pp"], fig["context_tokens"], fig["kv_cache_dtype"],
+                fig["engine"]).fits:
+            return tp
+    return None
 
 
 @guarded
@@ -113,3 +136,6 @@ def estimate(
         emit_json(fig)
     else:
         print_table(fig)
+    cause = infeasible_line(fig, catalog)
+    if cause:
+        raise NoFeasiblePlanError(cause, [cause])

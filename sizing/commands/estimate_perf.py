@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sizing.binding import binding
 from sizing.catalog import Catalog, load_catalog
 from sizing.errors import LlmcapError, SpecError
 from sizing.perf import (
@@ -87,6 +88,9 @@ def perf_figures(cat: Catalog, model: str, gpu: str, tp: int, pp: int, precision
                     "goodput_requests_per_s": round(g.requests_per_s, 4),
                     "goodput_concurrency": round(g.concurrency, 3), "goodput_feasible": g.feasible,
                     "goodput_reason": g.reason})
+        b = binding(cat, cfg, shape, g, ttft_p95_ms if ttft_p95_ms is not None else math.inf,
+                    itl_p95_ms if itl_p95_ms is not None else math.inf, "open" if rate is not None else "closed")
+        out.update({"binding": b.code, "binds": b.text})
         if n is None and rate is None and g.at is not None:
             return {**load_keys(g.at), **out}
     if rate is not None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from sizing.commands.common import Format, console, guarded
+from sizing.commands.common import Format, console, emit_json, guarded
 
 if TYPE_CHECKING:
     from sizing.plan import Plan
@@ -29,6 +29,14 @@ def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | No
     return plan_stack(stack, load_catalog(catalog), strategy)
 
 
+def infeasible_document(stack_file: Path, e: Any) -> dict[str, Any]:
+    """What `plan --format json` prints when nothing is feasible (exit 3): the causes, every rejected
+    candidate, and the suggestions, each re-planned and priced."""
+    return {"feasible": False, "stack": stack_file.name.removeprefix("Pulumi.").removesuffix(".yaml"),
+            "message": str(e.args[0]) if e.args else "", "problems": e.problems, "rejections": e.rejections,
+            "suggestions": e.suggestion_details or [{"change": s} for s in e.suggestions]}
+
+
 @guarded
 def plan(
     stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.yaml"),
@@ -41,7 +49,15 @@ def plan(
     preflight: bool = typer.Option(False, "--preflight", help="check AWS quotas and offerings (warnings only)"),
 ) -> None:
     """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
-    p = plan_for(stack_file, sets, strategy, catalog)
+    from sizing.errors import NoFeasiblePlanError
+
+    try:
+        p = plan_for(stack_file, sets, strategy, catalog)
+    except NoFeasiblePlanError as e:
+        if fmt != Format.json:
+            raise
+        emit_json(infeasible_document(stack_file, e))
+        raise typer.Exit(e.exit_code) from None
     if preflight:
         from sizing.commands.aws_cmds import preflight_warnings
 

@@ -30,6 +30,9 @@ def render(
     if target not in ("eks", "compose"):
         raise SpecError(f"--target {target!r}: choose eks or compose")
     stack = load_stack(stack_file, sets)
+    from sizing.weights_source import require_weights_source
+
+    require_weights_source(load_catalog(catalog), stack.workload.model, stack.workload.weights_source)
     plan = plan_for(stack_file, sets, None, catalog)
     if target == "compose":
         from infra.compose import ComposeTargetError, write_compose

@@ -40,8 +40,15 @@ def check_names(stack: Stack, catalog_dir: Path | None = None) -> None:
 def validate(stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.yaml"),
              catalog: Path | None = typer.Option(None, "--catalog")) -> None:
     """Validate a stack file's llmcap config; print an OK summary or one line per problem (exit 2)."""
+    from sizing.meaning import meaning_checks
+
     stack = load_stack(stack_file)
     check_names(stack, catalog)
+    errors, warnings = meaning_checks(stack, load_catalog(catalog))
+    if errors:
+        raise SpecError(f"{len(errors)} problem(s)", errors)
+    for line in warnings:
+        typer.echo(f"warning: {line}", err=True)
     w, h = stack.workload, stack.hardware
     traffic = (f"{w.traffic.concurrent_users} concurrent users" if w.traffic.concurrent_users
                else f"{w.traffic.peak_requests_per_s:g} req/s peak")

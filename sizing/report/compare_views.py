@@ -16,7 +16,7 @@ ROWS: list[tuple[str, str]] = [
     ("itl", "ITL p95 ms (headroom)"),
     ("blast_radius", "capacity lost if one node fails"),
     ("survives_node_loss", "carries the demand after one node loss"),
-    ("cold_start_s", "cold start (weights load per node)"),
+    ("cold_start_s", "cold start (new node: boot, image, weights, engine)"),
 ]
 MAX_SWEEP_ROWS = 15
 
@@ -25,7 +25,8 @@ def cell(row: dict[str, Any], key: str) -> str:
     if not row["feasible"]:
         return "no plan meets the SLO" if key == "deployment" else "–"
     if key == "deployment":
-        return "; ".join(row["pools"])
+        same = f"identical to {row['same_as']}: " if row.get("same_as") else ""
+        return same + "; ".join(row["pools"])
     if key == "gpus_instances":
         return f"{row['gpus']} / {row['instances']}"
     if key == "usd_per_hour":
@@ -43,7 +44,7 @@ def cell(row: dict[str, Any], key: str) -> str:
     if key == "survives_node_loss":
         return "yes" if row["survives_node_loss"] else "no"
     if key == "cold_start_s":
-        return f"{row['cold_start_s']:.0f} s"
+        return f"{row['cold_start_s'] / 60:.1f} min" if row["cold_start_s"] >= 90 else f"{row['cold_start_s']:.0f} s"
     return str(row.get(key, ""))
 
 

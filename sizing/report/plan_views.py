@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from sizing.plan import Plan
+from sizing.binding import LABELS
+from sizing.cold_start import cold_start
+from sizing.cost import HOURS_PER_MONTH
+from sizing.humanize import num, plural, usd
+from sizing.plan import Plan, Pool
 
 
 def money(x: float | None, digits: int = 0) -> str:
@@ -13,18 +18,66 @@ def money(x: float | None, digits: int = 0) -> str:
     return f"${x:,.{digits}f}"
 
 
+# Below this console width the pool table is laid out vertically (key: value per pool), as gh and
+# Infracost do; the other tables drop their least useful columns.
+WIDE_COLUMNS = 150
+
+
 def _slo(plan: Plan) -> tuple[float, float]:
     slo = plan.workload.get("slo", {})
     return float(slo.get("ttft_p95_ms", 0)), float(slo.get("itl_p95_ms", 0))
 
 
+def _parallel(p: Pool) -> str:
+    return f"TP{p.tensor_parallel}" + (f"×PP{p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
+
+
 def headline(plan: Plan) -> str:
     t = plan.totals
-    pools = " + ".join(f"{p.instances_desired}× {p.instance_type} ({p.replicas} replicas of {p.tensor_parallel}"
-                       f"{'×' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''} {p.gpu}, "
-                       f"{p.precision}, {p.purchase})" for p in plan.pools)
-    return (f"{plan.model} in {plan.region}: {pools} = {t.gpus} GPUs, {money(t.usd_per_hour, 2)}/h, "
-            f"{money(t.usd_per_month)}/month, {money(t.usd_per_million_output_tokens, 3)} per 1M output tokens")
+    pools = " + ".join(
+        f"{p.instances_desired}× {p.instance_type} ({plural(p.replicas, 'replica')} of "
+        f"{p.tensor_parallel}{'×' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''} {p.gpu}, "
+        f"{p.precision}, {p.purchase})" for p in plan.pools)
+    return (f"{plan.model} in {plan.region}: {pools} = {plural(t.gpus, 'GPU')}, {money(t.usd_per_hour, 2)}/h, "
+            f"{money(t.usd_per_month)}/month, {usd(t.usd_per_million_output_tokens, cents=True)} per 1M output tokens")
+
+
+def spare_instances(p: Pool) -> int:
+    """Instances beyond those the demand's replicas need: the spares, in whole nodes."""
+    if p.pipeline_parallel > 1:
+        need = p.replicas_for_demand * p.pipeline_parallel
+    else:
+        need = math.ceil(p.replicas_for_demand / max(p.replicas_per_instance, 1))
+    return max(p.instances_desired - need, 0)
+
+
+def redundancy_line(p: Pool) -> str:
+    """What the spares are and cost; why a whole node when one node holds several replicas."""
+    spares = spare_instances(p)
+    if p.redundancy_replicas == 0:
+        return f"{p.name}: no spare replicas (hardware.redundancy 0): losing a node loses capacity"
+    cost = spares * p.usd_per_instance_hour * HOURS_PER_MONTH
+    what = (f"{plural(p.redundancy_replicas, 'spare replica')} = {plural(spares, 'spare node')} "
+            f"({p.instance_type}, {money(cost)}/month)")
+    if p.replicas_per_instance > 1:
+        why = (f"one node holds {p.replicas_per_instance} replicas, so a node, not a replica, is what fails: "
+               "the spare is a whole node")
+    elif p.pipeline_parallel > 1:
+        why = f"one replica spans {p.pipeline_parallel} nodes, so a spare replica is {p.pipeline_parallel} nodes"
+    else:
+        why = "one replica per node"
+    return f"{p.name}: {what}; {why}"
+
+
+def cold_start_line(plan: Plan, p: Pool) -> str:
+    """The cold start term by term and what it means for autoscaling: the planned spare capacity must
+    absorb demand growth for that long, since a scale-up serves only after it."""
+    cs = cold_start(p)
+    share = max(p.demand_share, 1e-9) * plan.totals.demand_output_tokens_per_s
+    capacity = p.replicas_for_demand * p.per_replica.goodput_output_tokens_per_s
+    spare = capacity / share - 1 if share > 0 else 0.0
+    return (f"{p.name}: {cs.summary()}; autoscaling lead time: a scale-up serves after that, so the demand "
+            f"replicas' {spare:.0%} capacity headroom must absorb growth until then")
 
 
 def pool_rows(plan: Plan) -> list[list[str]]:
@@ -33,36 +86,56 @@ def pool_rows(plan: Plan) -> list[list[str]]:
     for p in plan.pools:
         r = p.per_replica
         rows.append([
-            p.name, p.instance_type, f"{p.gpu} ×{p.gpus_per_instance}",
-            f"TP{p.tensor_parallel}" + (f"×PP{p.pipeline_parallel}" if p.pipeline_parallel > 1 else ""),
+            p.name, p.instance_type, f"{p.gpu} ×{p.gpus_per_instance}", _parallel(p),
             p.precision, p.purchase, f"{p.replicas} ({p.redundancy_replicas} spare)",
             f"{p.instances_min}/{p.instances_desired}/{p.instances_max}",
             f"{r.goodput_output_tokens_per_s:,.0f}" + (
                 f" ({r.goodput_output_tokens_per_s_p10:,.0f}–{r.goodput_output_tokens_per_s_p90:,.0f})"
                 if r.goodput_output_tokens_per_s_p10 > 0 else ""),
-            f"{r.ttft_p95_ms:,.0f} / {ttft:,.0f}", f"{r.itl_p95_ms:.1f} / {itl:g}",
-            money(p.usd_per_hour, 2),
+            f"{r.ttft_p95_ms:,.0f} / {ttft:,.0f}", f"{num(r.itl_p95_ms)} / {num(itl)}",
+            LABELS.get(r.bound, r.bound), money(p.usd_per_hour, 2),
         ])
     return rows
 
 
 POOL_HEADERS = ["pool", "instance", "GPUs/inst", "parallel", "precision", "purchase", "replicas",
                 "inst min/des/max", "goodput tok/s/replica (p10–p90)", "TTFT p95 ms (pred/SLO)",
-                "ITL p95 ms (pred/SLO)", "$/h"]
+                "ITL p95 ms (pred/SLO)", "binds", "$/h"]
+
+
+def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
+    """One pool as key: value pairs (the vertical layout)."""
+    ttft, itl = _slo(plan)
+    r = p.per_replica
+    return [
+        ("instances", f"{p.instances_desired} × {p.instance_type} ({plural(p.gpus_per_instance, p.gpu + ' GPU')} "
+                      f"each), {p.purchase}; autoscaling {p.instances_min}–{p.instances_max}"),
+        ("replicas", f"{plural(p.replicas, 'replica')} of {_parallel(p)} {p.precision} "
+                     f"({p.redundancy_replicas} spare)"),
+        ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO" + (
+            f" (p10–p90 {num(r.goodput_output_tokens_per_s_p10)}–{num(r.goodput_output_tokens_per_s_p90)}, "
+            "from the model's held-out error)" if r.goodput_output_tokens_per_s_p10 > 0 else "")),
+        ("TTFT p95", f"{num(r.ttft_p95_ms)} ms (SLO {num(ttft)} ms)"),
+        ("ITL p95", f"{num(r.itl_p95_ms)} ms (SLO {num(itl)} ms)"),
+        ("binds", r.binds or LABELS.get(r.bound, r.bound)),
+        ("spares", redundancy_line(p).split(": ", 1)[1]),
+        ("cold start", cold_start_line(plan, p).split(": ", 1)[1]),
+        ("cost", f"{money(p.usd_per_hour, 2)}/h, {money(p.usd_per_hour * HOURS_PER_MONTH)}/month"),
+    ]
 
 
 def totals_rows(plan: Plan) -> list[tuple[str, str]]:
     t = plan.totals
     return [
-        ("GPUs / instances", f"{t.gpus} / {t.instances}"),
+        ("GPUs / instances", f"{t.gpus:,} / {t.instances:,}"),
         ("GPU $/hour", money(t.usd_per_hour, 2)),
         ("GPU $/month (730 h)", f"{money(t.usd_per_month)} (range {money(t.usd_per_month_min)} – "
                                 f"{money(t.usd_per_month_max)})"),
         ("platform $/month", money(t.platform_usd_per_month)),
         ("all-in $/month", money(t.all_in_usd_per_month)),
-        ("$/1M output tokens (GPU, planned load)", money(t.usd_per_million_output_tokens, 3)),
-        ("$/1M output tokens (GPU, at capacity)", money(t.usd_per_million_output_tokens_at_capacity, 3)),
-        ("$/1M output tokens (all-in, planned load)", money(t.all_in_usd_per_million_output_tokens, 3)),
+        ("$/1M output tokens (GPU, planned load)", usd(t.usd_per_million_output_tokens, cents=True)),
+        ("$/1M output tokens (GPU, at capacity)", usd(t.usd_per_million_output_tokens_at_capacity, cents=True)),
+        ("$/1M output tokens (all-in, planned)", usd(t.all_in_usd_per_million_output_tokens, cents=True)),
         ("demand / capacity (output tok/s)", f"{t.demand_output_tokens_per_s:,.0f} / "
                                              f"{t.capacity_output_tokens_per_s:,.0f} "
                                              f"({t.utilization:.0%} utilised)"),
@@ -70,48 +143,87 @@ def totals_rows(plan: Plan) -> list[tuple[str, str]]:
 
 
 def api_rows(plan: Plan) -> list[list[str]]:
-    return [[a.provider, a.model + ("" if a.exact_model else " (nearest)"), f"${a.usd_per_million_input_tokens:g}",
-             f"${a.usd_per_million_output_tokens:g}", money(a.usd_per_month_same_traffic),
-             f"{a.ratio_to_self_hosted:.2f}×"] for a in plan.api_comparison]
+    return [[a.provider, a.model + ("" if a.exact_model else " (nearest)"),
+             usd(a.usd_per_million_input_tokens, cents=True), usd(a.usd_per_million_output_tokens, cents=True),
+             money(a.usd_per_month_same_traffic), f"{a.ratio_to_self_hosted:.2f}×"] for a in plan.api_comparison]
 
 
 API_HEADERS = ["provider", "model", "$/1M in", "$/1M out", "$/month same traffic", "API ÷ self-hosted"]
 
 
+def _skipped(plan: Plan) -> list[str]:
+    return sorted({a.gpu for a in plan.alternatives if not a.feasible and a.why_not_chosen.startswith("no-gpu-specs")})
+
+
 def alt_rows(plan: Plan) -> list[list[str]]:
+    skipped = set(_skipped(plan))
     return [[a.strategy, a.gpu, a.instance_type, a.precision, f"TP{a.tensor_parallel}" if a.tensor_parallel else "-",
              str(a.gpus) if a.feasible else "-", money(a.usd_per_month) if a.feasible else "infeasible",
-             a.why_not_chosen] for a in plan.alternatives]
+             a.why_not_chosen] for a in plan.alternatives if not (not a.feasible and a.gpu in skipped)]
 
 
 ALT_HEADERS = ["strategy", "GPU", "instance", "precision", "TP", "GPUs", "$/month", "why not chosen"]
+ALT_NARROW = [1, 3, 4, 5, 6, 7]
+
+
+def skipped_line(plan: Plan) -> str | None:
+    s = _skipped(plan)
+    return f"skipped (no datasheet row in gpus.csv): {', '.join(s)}" if s else None
 
 
 def render_table(plan: Plan, console: Any) -> None:
     from rich.table import Table
 
+    wide = (console.width or 80) >= WIDE_COLUMNS
     console.print(f"[bold]{headline(plan)}[/bold]")
-    t = Table(title=f"Plan for stack {plan.stack} (strategy {plan.strategy})")
-    for h in POOL_HEADERS:
-        t.add_column(h)
-    for r in pool_rows(plan):
-        t.add_row(*r)
-    console.print(t)
+    if wide:
+        t = Table(title=f"Plan for stack {plan.stack} (strategy {plan.strategy})")
+        for h in POOL_HEADERS:
+            t.add_column(h)
+        for r in pool_rows(plan):
+            t.add_row(*r)
+        console.print(t)
+        for p in plan.pools:
+            console.print(f"binds: {p.name}: {p.per_replica.binds}" if p.per_replica.binds else "")
+            console.print(f"spares: {redundancy_line(p)}")
+            console.print(f"cold start: {cold_start_line(plan, p)}")
+    else:
+        console.print(f"Plan for stack {plan.stack} (strategy {plan.strategy})")
+        for p in plan.pools:
+            g = Table.grid(padding=(0, 2))
+            g.add_column(no_wrap=True, style="bold")
+            g.add_column(overflow="fold")
+            for k, v in pool_fields(plan, p):
+                g.add_row(k, v)
+            console.print(f"[bold]pool {p.name}[/bold]")
+            console.print(g)
     tt = Table(title="Cost")
     tt.add_column("figure")
     tt.add_column("value", justify="right")
     for k, v in totals_rows(plan):
         tt.add_row(k, v)
     console.print(tt)
-    for title, headers, rows in (("Hosted APIs for the same traffic", API_HEADERS, api_rows(plan)),
-                                 ("Best of each strategy and GPU", ALT_HEADERS, alt_rows(plan))):
+    tables = [("Best of each strategy and GPU", ALT_HEADERS, alt_rows(plan), ALT_NARROW)]
+    if wide:
+        tables.insert(0, ("Hosted APIs for the same traffic", API_HEADERS, api_rows(plan), []))
+    elif plan.api_comparison:
+        console.print("Hosted APIs for the same traffic")
+        for a in plan.api_comparison:
+            console.print(f"  {a.provider} {a.model}{'' if a.exact_model else ' (nearest)'}: "
+                          f"{usd(a.usd_per_million_input_tokens, cents=True)} / "
+                          f"{usd(a.usd_per_million_output_tokens, cents=True)} per 1M in / out, "
+                          f"{money(a.usd_per_month_same_traffic)}/month ({a.ratio_to_self_hosted:.2f}× self-hosted)")
+    for title, headers, rows, narrow in tables:
         if rows:
+            cols = list(range(len(headers))) if wide else narrow
             at = Table(title=title)
-            for h in headers:
-                at.add_column(h)
+            for i in cols:
+                at.add_column(headers[i], overflow="fold")
             for r in rows:
-                at.add_row(*r)
+                at.add_row(*[r[i] for i in cols])
             console.print(at)
+    if skipped_line(plan):
+        console.print(skipped_line(plan))
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}")
 
@@ -127,12 +239,17 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def render_markdown(plan: Plan) -> str:
     parts = [f"### llmcap plan: `{plan.stack}`", "", headline(plan), "",
-             _md_table(POOL_HEADERS, pool_rows(plan)), "",
-             _md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
+             _md_table(POOL_HEADERS, pool_rows(plan)), ""]
+    parts += [f"- binds: {p.name}: {p.per_replica.binds}" for p in plan.pools if p.per_replica.binds]
+    parts += [f"- spares: {redundancy_line(p)}" for p in plan.pools]
+    parts += [f"- cold start: {cold_start_line(plan, p)}" for p in plan.pools]
+    parts += ["", _md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
     if plan.api_comparison:
         parts += ["", "**Hosted APIs for the same traffic**", "", _md_table(API_HEADERS, api_rows(plan))]
     if plan.alternatives:
         parts += ["", "**Best of each strategy and GPU**", "", _md_table(ALT_HEADERS, alt_rows(plan))]
+    if skipped_line(plan):
+        parts += ["", str(skipped_line(plan))]
     if plan.warnings:
         parts += [""] + [f"- ⚠ {w}" for w in plan.warnings]
     return "\n".join(parts) + "\n"

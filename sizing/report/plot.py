@@ -42,6 +42,77 @@ def _log_useful(values: list[float]) -> bool:
 
 def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
     """Write the two-panel sweep figure for a comparison JSON document with a sweep; returns the path."""
+    fig, _labels = build_figure(doc, title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _money_formatter(cents: bool) -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    def fmt(v: float, _pos: int) -> str:
+        if v <= 0 or not math.isfinite(v):
+            return "$0" if v == 0 else ""
+        if cents and v < 100:
+            return f"${v:,.2f}" if v >= 0.1 else f"${v:.3g}"
+        if v >= 1e6:
+            return f"${v / 1e6:,.3g}M"
+        return f"${v:,.0f}"
+    return FuncFormatter(fmt)
+
+
+def _plain_formatter(unit: str) -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    def fmt(v: float, _pos: int) -> str:
+        if not math.isfinite(v):
+            return ""
+        text = f"{v:,.0f}" if abs(v) >= 10 or float(v).is_integer() else f"{v:.2g}"
+        return f"{text} {unit}".rstrip()
+    return FuncFormatter(fmt)
+
+
+def _plain_ticks(ax: Any, axis: str, formatter: Any, log: bool) -> None:
+    """Plain tick labels (no 10^k, no offset): a formatter on the major ticks, 1-2-5 steps on log axes."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    if log:
+        a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        a.set_minor_formatter(NullFormatter())
+    a.set_major_formatter(formatter)
+
+
+def _overlaps(a: Any, b: Any) -> bool:
+    return bool(a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1)
+
+
+def _place_without_overlap(fig: Any, ax: Any, labels: list[Any]) -> None:
+    """Move each crossover label down (in axes fraction) until it overlaps no label placed before it."""
+    from matplotlib.text import Text
+
+    renderer = fig.canvas.get_renderer()
+    axes_height = ax.get_window_extent(renderer).height
+
+    def box(lab: Any) -> Any:  # the label's text (with its rounded box's padding), not its arrow
+        return Text.get_window_extent(lab, renderer).padded(6)
+
+    placed: list[Any] = []
+    for lab in labels:
+        for _ in range(40):
+            b = box(lab)
+            clash = [p for p in placed if _overlaps(b, p)]
+            if not clash:
+                break
+            x, y = lab.get_position()
+            lab.set_position((x, y - (b.y1 - min(p.y0 for p in clash)) / axes_height - 0.01))
+        placed.append(box(lab))
+
+
+def build_figure(doc: dict[str, Any], title: str = "") -> tuple[Any, list[Any]]:
+    """The figure and its crossover labels (placed so that none overlaps another)."""
     sw = doc["sweep"]
     xs: list[float] = sw["values"]
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 8.5), dpi=110, sharex=True,
@@ -62,8 +133,8 @@ def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
                 ax.axvspan(lo, hi, color=color, alpha=0.12, lw=0,
                            label=f"{name}: no plan meets the SLO" if ax is ax1 and k == 0 else None)
     n_cross = len(sw["crossovers"])
-    step = min(0.13, 0.8 / max(n_cross, 1))  # one height per label so none hides another
     size = 10 if n_cross <= 5 else 8
+    labels: list[Any] = []
     for j, c in enumerate(sw["crossovers"]):
         x = c["x"]
         y = max(c["usd_per_month_at_x"].values())
@@ -71,11 +142,12 @@ def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
             ax.axvline(x, color="black", ls=":", lw=1.2)
         ax1.plot([x], [y], marker="o", color="black", ms=7, zorder=5)
         # labels stacked down the upper part of the panel so close crossovers do not overlap
-        ax1.annotate(f"crossover {j + 1}: {x:.4g} {_short(sw['variable'])}\n{c['cheaper_after']} cheaper above",
-                     xy=(x, y), xytext=(x, 0.93 - step * j), textcoords=("data", "axes fraction"),
+        labels.append(ax1.annotate(
+                     f"crossover {j + 1}: {x:,.4g} {_short(sw['variable'])}\n{c['cheaper_after']} cheaper above",
+                     xy=(x, y), xytext=(x, 0.93), textcoords=("data", "axes fraction"),
                      fontsize=size, ha="left" if _frac(xs, x, sw["log_spaced"]) < 0.7 else "right", va="top",
                      arrowprops={"arrowstyle": "->", "color": "black", "shrinkB": 4},
-                     bbox={"boxstyle": "round", "fc": "white", "ec": "0.5", "alpha": 0.9})
+                     bbox={"boxstyle": "round", "fc": "white", "ec": "0.5", "alpha": 0.9}))
     for e in sw["feasibility_edges"]:
         ax1.axvline(e["x"], color="0.35", ls="--", lw=1)
         ax1.annotate(f"{e['option']}: SLO met only {'≥' if e['feasible'] == 'above' else '≤'} {e['x']:.4g}",
@@ -93,6 +165,9 @@ def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
         ax1.set_yscale("log")
     if _log_useful(all_per_m):
         ax2.set_yscale("log")
+    _plain_ticks(ax1, "y", _money_formatter(cents=False), _log_useful(all_month))
+    _plain_ticks(ax2, "y", _money_formatter(cents=True), _log_useful(all_per_m))
+    _plain_ticks(ax2, "x", _plain_formatter(""), bool(sw["log_spaced"]))
     ax1.set_ylabel("GPU $/month (730 h)")
     ax2.set_ylabel("$ per 1M output tokens\n(GPU, planned load)")
     ax2.set_xlabel(sw["label"])
@@ -101,10 +176,8 @@ def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="best", fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    _place_without_overlap(fig, ax1, labels)
+    return fig, labels
 
 
 def _frac(xs: list[float], x: float, log: bool) -> float:

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Rewrite every golden file under tests/golden/ from the current output, then show what changed.
+# Run from anywhere inside the project's virtualenv; review `git diff tests/golden docs` before committing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# every test module that takes the update_golden fixture, plus the README walk-through
+mapfile -t files < <(grep -l "update_golden" tests/test_*.py | sort)
+LLMCAP_UPDATE_GOLDEN=1 python -m pytest -q -p no:cacheprovider "${files[@]}" "$@"
+git status --short tests/golden docs || true

@@ -1,0 +1,92 @@
+"""`compare` says true things: no "(4% vs 4%)" verdicts, an option identical to another is shown as
+identical, different models are named; the plot's crossover labels never overlap and its ticks are plain,
+with units and currency."""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from sizing.cli import app
+from sizing.compare import verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+S = {n: str(ROOT / "stacks" / f"Pulumi.{n}.yaml") for n in ("dev", "llama70b", "scaleout-l4", "scaleup-a100")}
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(app, ["compare", *args], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    return r.exit_code, r.stdout
+
+
+def _row(label: str, usd: float, blast: float, pools: list[str], model: str = "m", gpus: int = 8) -> dict[str, Any]:
+    return {"label": label, "feasible": True, "usd_per_month": usd, "blast_radius": blast, "gpus": gpus,
+            "pools": pools, "model": model, "survives_node_loss": True}
+
+
+def test_no_verdict_compares_equal_printed_percentages() -> None:
+    _, text = verdict([_row("a", 100.0, 0.041, ["x"]), _row("b", 100.0, 0.044, ["y"], gpus=16)])
+    assert not re.search(r"\((\d+%) vs \1\)", text), text
+    _, text = verdict([_row("a", 100.0, 0.124, ["x"]), _row("b", 200.0, 0.116, ["y"])])
+    assert "but one node failure" not in text, text  # 12% vs 12%
+    _, text = verdict([_row("a", 100.0, 0.30, ["x"]), _row("b", 200.0, 0.10, ["y"])])
+    assert "(vs 10%)" in text
+
+
+def test_identical_options_are_shown_as_identical() -> None:
+    code, out = _run(S["dev"], "--strategies", "scale-out,mixed", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    mixed = next(o for o in doc["options"] if o["label"] == "mixed")
+    assert mixed["same_as"] == "scale-out"
+    assert "identical deployment" in doc["reason"] and "loses less capacity" not in doc["reason"]
+    _, table = _run(S["dev"], "--strategies", "scale-out,mixed")
+    assert "identical to scale-out" in table
+
+
+def test_different_models_are_named() -> None:
+    code, out = _run(S["dev"], S["llama70b"])
+    assert code == 0 and "different models" in out and "Llama-3.1-70B-Instruct" in out
+
+
+@pytest.fixture(scope="module")
+def sweep_doc() -> dict[str, Any]:
+    code, out = _run(S["scaleout-l4"], S["scaleup-a100"], "--sweep", "users=450..800:30", "--format", "json")
+    assert code == 0
+    doc: dict[str, Any] = json.loads(out)
+    assert len(doc["sweep"]["crossovers"]) >= 2
+    return doc
+
+
+def test_crossover_labels_never_overlap(sweep_doc: dict[str, Any]) -> None:
+    from matplotlib.text import Text
+
+    from sizing.report.plot import build_figure
+
+    fig, labels = build_figure(sweep_doc)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [Text.get_window_extent(lab, renderer) for lab in labels]
+    for a, b in combinations(boxes, 2):
+        assert not (a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1), (a, b)
+
+
+def test_ticks_are_plain_with_currency(sweep_doc: dict[str, Any]) -> None:
+    from sizing.report.plot import build_figure
+
+    fig, _ = build_figure(sweep_doc)
+    fig.canvas.draw()
+    top, bottom = fig.axes[:2]
+    for ax in (top, bottom):
+        ys = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert ys and all(y.startswith("$") for y in ys), ys
+        assert not any("10^" in y or "mathdefault" in y or "e+" in y for y in ys), ys
+    xs = [t.get_text() for t in bottom.get_xticklabels() if t.get_text()]
+    assert xs and not any("mathdefault" in x or "e+" in x for x in xs), xs
+    assert "users" in bottom.get_xlabel() and "$" in top.get_ylabel()

@@ -1,0 +1,66 @@
+"""`llmcap validate` checks what a stack means, in one line each, fast."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sizing.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
+
+
+def _validate(tmp_path: Path, text: str) -> tuple[int, str, str]:
+    f = tmp_path / "Pulumi.t.yaml"
+    f.write_text(text)
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def _edit(old: str, new: str) -> str:
+    assert old in DEV, old
+    return DEV.replace(old, new)
+
+
+def test_context_beyond_the_model_is_an_error(tmp_path: Path) -> None:
+    code, _, err = _validate(tmp_path, _edit("prompt_tokens: 1024", "prompt_tokens: 9000"))
+    assert code == 2 and err.count("\n") == 1 and "8,192-token context" in err
+
+
+@pytest.mark.parametrize(("old", "new", "hint"), [
+    ("itl_p95_ms: 25", "itl_p95_ms: 0.03", "did you mean 30 ms?"),
+    ("ttft_p95_ms: 1000", "ttft_p95_ms: 2", "did you mean 2,000 ms?"),
+    ("redundancy: 1", "redundancy: 150", "more spares than requests in flight"),
+])
+def test_suspicious_values_warn_in_one_line(tmp_path: Path, old: str, new: str, hint: str) -> None:
+    code, out, err = _validate(tmp_path, _edit(old, new))
+    assert code == 0 and out.startswith("OK")
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and hint in lines[0], err
+
+
+def test_prequantized_precision_without_checkpoint(tmp_path: Path) -> None:
+    line = next(x for x in DEV.splitlines() if "int4-awq: casperhansen" in x)
+    no_ckpt = _edit("checkpoints:\n" + line, "checkpoints: {}")
+    code, _, err = _validate(tmp_path, no_ckpt)
+    assert code == 0 and "int4-awq needs a pre-quantized checkpoint" in err and err.count("\n") == 1
+    only_awq = no_ckpt.replace(next(x for x in no_ckpt.splitlines() if "precision:" in x),
+                               "    precision: int4-awq")
+    code, _, err = _validate(tmp_path, only_awq)
+    assert code == 2 and "int4-awq needs a pre-quantized checkpoint" in err and err.count("\n") == 1
+
+
+def test_bundled_stacks_validate_clean_and_fast() -> None:
+    for path in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "sizing.cli", "validate", str(path)], capture_output=True,
+                           text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")})
+        elapsed = time.perf_counter() - t0
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert elapsed < 3.0, f"{path.name}: {elapsed:.2f} s"  # < 1 s unloaded; slack for a busy CI machine
