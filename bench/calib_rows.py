@@ -36,7 +36,8 @@ MODELS = {
     "Llama-3.1-405B": "llama-3.1-405b-instruct", "Llama-3.3-70B": "llama-3.3-70b-instruct",
     "Mistral-7B": "mistral-7b-instruct-v0.3", "Mixtral-8x7B": "mixtral-8x7b-instruct", "Qwen3-8B": "qwen3-8b",
     "openai/gpt-oss-120b": "gpt-oss-120b", "openai/gpt-oss-20b": "gpt-oss-20b",
-    "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b",
     "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct-AWQ": "qwen2.5-7b-instruct",
     "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B (AWQ checkpoint)": "qwen3-30b-a3b",
 }
@@ -68,15 +69,18 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "sharegpt_tail": {"prompt_p95_over_mean": 3.0, "output_p95_over_mean": 3.0,
                       "why": "ShareGPT lengths are long-tailed; the sources give means only. p95 = 3 x mean is ASSUMED "
                              "(it sets the burst's drain and the prompt-length spread of TTFT percentiles)"},
-    "serving_flags": "per-row flags from `notes` (the block's label first, then its command): --max-num-batched-tokens, "
-                     "--max-num-seqs / --max-running-requests, --async-scheduling, --enforce-eager / "
-                     "--disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / --mem-fraction-static",
+    "serving_flags": "per-row flags from `notes` (the block's label first, then its command): "
+                     "--max-num-batched-tokens, --max-num-seqs / --max-running-requests, --async-scheduling, "
+                     "--enforce-eager / --disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / "
+                     "--mem-fraction-static",
     "vllm_v1_defaults": {
-        "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 sequences and "
-                "8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise (A100, L4, A10G, L40S) 256 "
-                "sequences and 2048 batched tokens; before 0.10 (ASSUMED) A100-80GB too gets 1024 / 8192",
-        "source": "vllm/engine/arg_utils.py EngineArgs._set_default_args_v1 / get_batch_defaults: 'if device_memory >= "
-                  "70 * GiB_bytes and \"a100\" not in device_name: ... OPENAI_API_SERVER: 8192 ... 1024' else 2048 / 256 "
+        "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 "
+                "sequences and 8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise "
+                "(A100, L4, A10G, L40S) 256 sequences and 2048 batched tokens; before 0.10 (ASSUMED) A100-80GB "
+                "too gets 1024 / 8192",
+        "source": "vllm/engine/arg_utils.py EngineArgs._set_default_args_v1 / get_batch_defaults: "
+                  "'if device_memory >= 70 * GiB_bytes and \"a100\" not in device_name: ... OPENAI_API_SERVER: "
+                  "8192 ... 1024' else 2048 / 256 "
                   "(the A100 exception from vLLM PR #17885, 'Setting large max_num_batched_tokens for A100 reduces "
                   "throughput'); ASSUMED first released in 0.10 (gpustackq's 0.9.2 on A100 runs the large defaults)"},
     "r2rz_long_context": {

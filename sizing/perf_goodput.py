@@ -11,7 +11,6 @@ import math
 from dataclasses import replace
 
 from sizing.catalog import Catalog
-from sizing.perf_calibration import load_calibration
 from sizing.perf import (
     Goodput,
     LoadEstimate,
@@ -21,6 +20,7 @@ from sizing.perf import (
     estimate_closed_loop,
     estimate_open_loop,
 )
+from sizing.perf_calibration import load_calibration
 
 
 Targets = tuple[tuple[str, str, float], ...]  # (metric ttft|itl|tpot|e2e, percentile p50|p90|p95|p99, ms)
@@ -75,7 +75,8 @@ def goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95
     measured / predicted throughput held out of the fit (perf_calibration.json `goodput_range`)."""
     g = _goodput(catalog, cfg, shape, ttft_p95_ms, itl_p95_ms, mode, targets)
     lo, hi = load_calibration().goodput_range
-    return replace(g, output_tokens_per_s_p10=g.output_tokens_per_s * lo, output_tokens_per_s_p90=g.output_tokens_per_s * hi)
+    return replace(g, output_tokens_per_s_p10=g.output_tokens_per_s * lo,
+                   output_tokens_per_s_p90=g.output_tokens_per_s * hi)
 
 
 def _goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float, itl_p95_ms: float,

@@ -73,6 +73,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
+    g_lo, g_hi = load_calibration().goodput_range  # p10/p90 of held-out measured / predicted
     pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
@@ -102,8 +103,8 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             kv_cache_gib_per_gpu=round(ev.fit.kv_cache_gib_per_gpu, 3),
             max_concurrent_sequences=ev.fit.max_concurrent_sequences,
             goodput_output_tokens_per_s=round(ev.goodput_output_tokens_per_s, 2),
-            goodput_output_tokens_per_s_p10=round(ev.goodput_output_tokens_per_s * load_calibration().goodput_range[0], 2),
-            goodput_output_tokens_per_s_p90=round(ev.goodput_output_tokens_per_s * load_calibration().goodput_range[1], 2),
+            goodput_output_tokens_per_s_p10=round(ev.goodput_output_tokens_per_s * g_lo, 2),
+            goodput_output_tokens_per_s_p90=round(ev.goodput_output_tokens_per_s * g_hi, 2),
             goodput_requests_per_s=round(ev.goodput_requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
             planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),

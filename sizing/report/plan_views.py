@@ -112,7 +112,9 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
                       f"each), {p.purchase}; autoscaling {p.instances_min}–{p.instances_max}"),
         ("replicas", f"{plural(p.replicas, 'replica')} of {_parallel(p)} {p.precision} "
                      f"({p.redundancy_replicas} spare)"),
-        ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO"),
+        ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO" + (
+            f" (p10–p90 {num(r.goodput_output_tokens_per_s_p10)}–{num(r.goodput_output_tokens_per_s_p90)}, "
+            "from the model's held-out error)" if r.goodput_output_tokens_per_s_p10 > 0 else "")),
         ("TTFT p95", f"{num(r.ttft_p95_ms)} ms (SLO {num(ttft)} ms)"),
         ("ITL p95", f"{num(r.itl_p95_ms)} ms (SLO {num(itl)} ms)"),
         ("binds", r.binds or LABELS.get(r.bound, r.bound)),

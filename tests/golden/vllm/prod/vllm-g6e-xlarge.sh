@@ -7,10 +7,10 @@ vllm serve \
     --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
     --max-model-len 1536 \
-    --max-num-seqs 175 \
+    --max-num-seqs 158 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
     --enable-prefix-caching \
-    --quantization awq_marlin
+    --quantization fp8

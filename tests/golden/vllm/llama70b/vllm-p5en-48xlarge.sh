@@ -1,13 +1,13 @@
-# Deployment vllm-p4d-24xlarge, container vllm
+# Deployment vllm-p5en-48xlarge, container vllm
 vllm serve \
     /models/model \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3.1-70b-instruct \
-    --tensor-parallel-size 4 \
+    --tensor-parallel-size 2 \
     --pipeline-parallel-size 1 \
     --max-model-len 1424 \
-    --max-num-seqs 158 \
+    --max-num-seqs 256 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
