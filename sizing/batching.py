@@ -32,6 +32,7 @@ from sizing.spec import WorkloadSpec
 # chunked-prefill budgets searched (tokens per step); vLLM's default for online serving is 8192
 # (sizing/data/engines.csv). Each must be ≥ max_num_seqs for decodes to fit: smaller ones are skipped.
 BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
+COARSE = (512, 2048, 8192)  # evaluated first; the best one's neighbours in BUDGETS next
 SEQS_FRACTIONS = (1.0, 0.5, 0.25)  # max_num_seqs as a share of the engine default
 FINALISTS = 2  # cheapest feasible candidates that are tuned and simulated
 SIM_TRIES = 3  # simulations per finalist at most
@@ -69,21 +70,38 @@ def tuned_config(model: ModelArch, ev: Evaluated, w: WorkloadSpec) -> ReplicaCon
 
 
 def _grid(cat: Catalog, model: ModelArch, ev: Evaluated, w: WorkloadSpec, mode: str) -> tuple[int, int, Goodput]:
-    """(budget, max_num_seqs, analytic goodput) of the best grid point; the default wins ties."""
+    """(budget, max_num_seqs, analytic goodput) of the best point; the default wins unless beaten by
+    MIN_GAIN. Coarse to fine: every other budget first (COARSE), then the neighbours of the best;
+    max_num_seqs below the default only in open loop (a closed loop's concurrency is the load itself,
+    so a lower cap can only cut its goodput)."""
     seqs0, budget0, _ = _engine_limits(cat, _cfg(model, ev, w))
     shape = WorkloadShape.from_spec(w)
     targets = w.slo.targets()
-    best = (budget0, seqs0, ev.gp)
-    for frac in SEQS_FRACTIONS:
+    seen: dict[tuple[int, int], Goodput] = {(budget0, seqs0): ev.gp}
+
+    def at(budget: int, seqs: int) -> Goodput:
+        if (budget, seqs) not in seen:
+            seen[(budget, seqs)] = goodput(cat, _cfg(model, ev, w, budget, seqs), shape, w.slo.ttft_p95_ms,
+                                           w.slo.itl_p95_ms, mode=mode, targets=targets)
+        return seen[(budget, seqs)]
+
+    def score(key: tuple[int, int]) -> float:
+        g = seen[key]
+        bonus = 1.0 + MIN_GAIN if key == (budget0, seqs0) else 1.0
+        return g.output_tokens_per_s * bonus if g.feasible else -1.0
+
+    for frac in (SEQS_FRACTIONS if mode == "open" else (1.0,)):
         seqs = max(1, int(seqs0 * frac))
-        for budget in BUDGETS:
-            if budget < seqs or (budget, seqs) == (budget0, seqs0):
-                continue
-            g = goodput(cat, _cfg(model, ev, w, budget, seqs), shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms,
-                        mode=mode, targets=targets)
-            if g.feasible and g.output_tokens_per_s > best[2].output_tokens_per_s * (1 + MIN_GAIN):
-                best = (budget, seqs, g)
-    return best
+        for budget in COARSE:
+            if budget >= seqs:
+                at(budget, seqs)
+    best = max(seen, key=score)
+    i = BUDGETS.index(best[0]) if best[0] in BUDGETS else -1
+    for j in (i - 1, i + 1) if i >= 0 else ():
+        if 0 <= j < len(BUDGETS) and BUDGETS[j] >= best[1]:
+            at(BUDGETS[j], best[1])
+    best = max(seen, key=score)
+    return best[0], best[1], seen[best]
 
 
 def _meets(r: object, targets: tuple[tuple[str, str, float], ...]) -> bool:

@@ -22,7 +22,6 @@ from sizing.perf import (
 )
 from sizing.perf_calibration import load_calibration
 
-
 Targets = tuple[tuple[str, str, float], ...]  # (metric ttft|itl|tpot|e2e, percentile p50|p90|p95|p99, ms)
 
 
