@@ -487,7 +487,8 @@ def _result(arrivals: Arrivals, P: np.ndarray, OUT: np.ndarray, send: np.ndarray
         t0, t1 = float(send[idx[0]]), float(np.nanmax(T2[idx]))
     span = max(t1 - t0, 1e-12)
     out_tps = float(ltok[(lt > t0) & (lt <= t1)].sum()) / span
-    rps = idx.size / span
+    mean_out = float(OUT[idx].mean())
+    rps = out_tps / mean_out  # requests completed per second (a count over the window would miss the edges)
     ok = np.ones(idx.size, dtype=bool)
     if slo is not None:
         if slo.ttft_ms is not None:
@@ -497,10 +498,10 @@ def _result(arrivals: Arrivals, P: np.ndarray, OUT: np.ndarray, send: np.ndarray
         if slo.tpot_ms is not None:
             tp_all = np.where(OUT[idx] > 1, (T2[idx] - T1[idx]) / np.maximum(OUT[idx] - 1, 1) * 1e3, 0.0)
             ok &= tp_all <= slo.tpot_ms
-    good = float(ok.sum()) / span
+    good = rps * float(ok.mean())
     return SimResult(
         requests=int(idx.size), ttft_ms=_stats(ttft), itl_ms=itl, tpot_ms=_stats(tpot), e2e_ms=_stats(e2e),
         output_tokens_per_s=out_tps, requests_per_s=rps, goodput_requests_per_s=good,
-        goodput_output_tokens_per_s=float(OUT[idx][ok].sum()) / span,
+        goodput_output_tokens_per_s=out_tps * float(OUT[idx][ok].sum()) / float(OUT[idx].sum()),
         preemptions=preemptions, steps=steps, mean_running=busy_running / max(t, 1e-12), max_running=max_running,
         kv_blocks=total_blocks, stable=stable and (arrivals.kind != "poisson" or rps > 0))

@@ -69,7 +69,11 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
     tuned = ev.tuning
     bound_code = (tuned.bound_code if tuned and tuned.bound_code else bind.code)
-    binds = f"{tuned.binds}; {bind.text}" if tuned and tuned.binds else bind.text
+    regime = bind.text.rsplit("; ", 1)[-1]
+    # where the simulation found the target that binds, it says so (with the step's regime); else the
+    # analytic binding follows the tuning note
+    binds = (f"{tuned.binds}; {regime}" if tuned.bound_code and regime.startswith("decode steps") else
+             f"{tuned.binds}; {bind.text}") if tuned and tuned.binds else bind.text
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")

@@ -105,3 +105,19 @@ def test_a_tight_itl_tail_chooses_a_smaller_prefill_budget(tmp_path: Path) -> No
     assert r.simulated_at_goodput_ms["itl_p99_ms"] <= 30.0
     untuned = plan_stack(st, goodput_scale=None, tune_batching=False)
     assert plan.totals.usd_per_month < untuned.totals.usd_per_month
+
+
+def test_estimate_simulates_at_the_same_load_and_takes_the_flags() -> None:
+    import json
+
+    base = ["estimate", "--model", "llama-3.1-8b-instruct", "--gpu", "H100-SXM", "--precision", "fp8",
+            "--concurrency", "32", "--format", "json"]
+    r = runner.invoke(app, [*base, "--simulate", "--max-num-batched-tokens", "1024"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["sim_arrivals"] == "closed 32" and d["sim_ttft_p50_ms"] <= d["sim_ttft_p99_ms"]
+    assert d["sim_output_tokens_per_s"] == pytest.approx(d["output_tokens_per_s"], rel=0.12)
+    plain = json.loads(runner.invoke(app, base).output)
+    assert "sim_itl_p95_ms" not in plain
+    bad = runner.invoke(app, [*base, "--max-num-batched-tokens", "0"])
+    assert bad.exit_code == 2 and "--max-num-batched-tokens: must be" in bad.output
