@@ -37,7 +37,8 @@ def main() -> int:
                 f"{pa.per_replica.goodput_output_tokens_per_s:,.0f} tok/s")
         right = (f"{pb.instance_type} {pb.precision} ×{pb.replicas} ${b.totals.usd_per_month:,.0f} "
                  f"{pb.per_replica.goodput_output_tokens_per_s:,.0f} tok/s, budget {pb.vllm.max_num_batched_tokens}")
-        print(f"{path.name.removeprefix('Pulumi.').removesuffix('.yaml'):26} {left:40} {right:52} {pb.per_replica.bound}")
+        name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        print(f"{name:26} {left:40} {right:52} {pb.per_replica.bound}")
     return 0
 
 
