@@ -1,6 +1,6 @@
 """How long one step-level simulation takes (sizing/perf_sim.py; target < 100 ms per estimate).
 
-Prints, per arrival process, the mean and worst wall time in ms over a set of configurations
+Prints, per arrival process, the mean and worst wall time (and the mean CPU time) in ms over a set of configurations
 (models × GPUs × precisions), the requests and scheduler iterations of the slowest run, and the
 machine's load average (the times scale with it on a shared machine).
 
@@ -38,17 +38,19 @@ def main() -> int:
         _ctx(cat, cfg, WorkloadShape(prompt.mean, output.mean, prompt.p95, output.p95))
     print(f"{len(cfgs)} configurations, prompt 1024 (p95 2048) / output 512 (p95 1024) tokens, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"{'arrivals':26} {'mean ms':>8} {'worst ms':>9} {'requests':>9} {'iterations':>11}")
+    print(f"{'arrivals':26} {'mean ms':>8} {'worst ms':>9} {'mean CPU ms':>12} {'requests':>9} {'iterations':>11}")
     for name, arr in ARRIVALS:
-        times, worst = [], (0.0, 0, 0)
+        times, cpu, worst = [], [], (0.0, 0, 0)
         for cfg in cfgs:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             r = simulate(cat, cfg, prompt, output, arr, seed=0)
             dt = (time.perf_counter() - t) * 1e3
+            cpu.append((time.process_time() - c) * 1e3)
             times.append(dt)
             if dt >= worst[0]:
                 worst = (dt, r.requests, perf_sim._LAST_ITERATIONS[0])
-        print(f"{name:26} {statistics.mean(times):8.1f} {worst[0]:9.1f} {worst[1]:9d} {worst[2]:11d}")
+        print(f"{name:26} {statistics.mean(times):8.1f} {worst[0]:9.1f} {statistics.mean(cpu):12.1f} "
+              f"{worst[1]:9d} {worst[2]:11d}")
     return 0
 
 

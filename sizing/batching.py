@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from sizing.binding import LABELS
 from sizing.candidates import Evaluated, resize
 from sizing.catalog import Catalog, ModelArch
 from sizing.demand import Demand
@@ -141,10 +142,10 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
             fl, (m, q, v, got) = failed
             more = f"{int(fl)} concurrent requests" if mode == "closed" else f"{fl:.2f} req/s"
             code = "ttft-queueing" if m in ("ttft", "e2e") else "itl-tail"
-            why = ("ITL tail from prefill chunks" if m in ("itl", "tpot") else "TTFT queueing for prefill")
+            why = "prefill chunks in the decode steps" if code == "itl-tail" else "queueing for prefill"
             return (replace(gp, output_tokens_per_s=tokens, requests_per_s=rps, concurrency=conc, at=at),
-                    f"{why}: simulated {m.upper()} {q} {got:.1f} ms at {more} > {v:g} ms target, met at {what} "
-                    f"({budget_note})", code, pred)
+                    f"{LABELS[code]} ({why}): simulated {m.upper()} {q} {got:.1f} ms at {more} > {v:g} ms target, "
+                    f"met at {what} ({budget_note})", code, pred)
         failed = (load, _missed(r, targets))
         if mode == "closed" and load <= 1:
             break
@@ -152,10 +153,11 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
     # the simulation misses at every load tried: keep the smallest load tried as the goodput, said so
     fl, (m, q, v, got) = failed if failed else (load, ("itl", "p95", 0.0, 0.0))
     scale = min(1.0, load / (gp.concurrency if mode == "closed" else max(gp.requests_per_s, 1e-12)))
+    code = "itl-tail" if m in ("itl", "tpot") else "ttft-queueing"
     return (replace(gp, output_tokens_per_s=gp.output_tokens_per_s * scale, requests_per_s=gp.requests_per_s * scale,
                     concurrency=max(1.0, gp.concurrency * scale)),
-            f"simulated {m.upper()} {q} {got:.1f} ms > {v:g} ms target even at the smallest load tried; sized at it "
-            f"({budget_note})", "itl-tail" if m in ("itl", "tpot") else "ttft-queueing", {})
+            f"{LABELS[code]}: simulated {m.upper()} {q} {got:.1f} ms > {v:g} ms target even at the smallest load "
+            f"tried; sized at it ({budget_note})", code, {})
 
 
 def tune_finalists(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, feasible: list[Evaluated],
@@ -174,8 +176,8 @@ def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Ev
     budget, seqs, g = _grid(cat, model, ev, w, demand.mode)
     _, budget0, _ = _engine_limits(cat, _cfg(model, ev, w))
     cfg = _cfg(model, ev, w, budget, seqs)
-    note = (f"max_num_batched_tokens {budget} and max_num_seqs {seqs} chosen from budgets "
-            f"{BUDGETS[0]}–{BUDGETS[-1]}; the default {budget0} gives {ev.gp.output_tokens_per_s:,.0f} tok/s "
+    note = (f"max_num_batched_tokens {budget:,} and max_num_seqs {seqs:,} chosen from budgets "
+            f"{BUDGETS[0]:,}–{BUDGETS[-1]:,}; the default {budget0:,} gives {ev.gp.output_tokens_per_s:,.0f} tok/s "
             f"analytic, {g.output_tokens_per_s:,.0f} at the choice")
     sim_gp, binds, code, pred = simulated_goodput(cat, cfg, w, demand.mode, g, note)
     lo, hi = load_calibration().goodput_range

@@ -73,7 +73,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     # where the simulation found the target that binds, it says so (with the step's regime); else the
     # analytic binding follows the tuning note
     binds = (f"{tuned.binds}; {regime}" if tuned.bound_code and regime.startswith("decode steps") else
-             f"{tuned.binds}; {bind.text}") if tuned and tuned.binds else bind.text
+             f"{bind.text}; {tuned.binds}") if tuned and tuned.binds else bind.text
     ckpt_gib = checkpoint_gib(cat, model, stack, c.precision)
     cache_gib = ckpt_gib / c.pp  # one copy per node; a multi-node replica's nodes each load their stages
     load_s = cache_gib * GIB / 1e9 / number("weights_load_gbs_s3")
@@ -115,9 +115,9 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             bound=bound_code, binds=binds, weights_load_s=round(load_s, 1),
             **{f"{m}_{q}_ms": round(at.percentile(m, q), 3) for m, q in _PLANNED_PERCENTILES},
             simulated_at_goodput_ms=dict(tuned.predicted) if tuned else {},
-            batching=(f"max_num_batched_tokens {tuned.max_num_batched_tokens}, max_num_seqs {tuned.max_num_seqs}: "
-                      f"the best goodput at the SLO over budgets {BUDGETS[0]}–{BUDGETS[-1]} (default "
-                      f"{tuned.default_budget}), checked by the step-level simulation") if tuned else ""),
+            batching=(f"max_num_batched_tokens {tuned.max_num_batched_tokens:,}, max_num_seqs {tuned.max_num_seqs:,}: "
+                      f"the best goodput at the SLO over budgets {BUDGETS[0]:,}–{BUDGETS[-1]:,} (default "
+                      f"{tuned.default_budget:,}), checked by the step-level simulation") if tuned else ""),
     )
     pool.per_replica.cold_start_s = round(cold_start(pool).total_s, 1)
     return pool

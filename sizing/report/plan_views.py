@@ -118,8 +118,8 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
         ("TTFT p95", f"{num(r.ttft_p95_ms)} ms (SLO {num(ttft)} ms)"),
         ("ITL p95", f"{num(r.itl_p95_ms)} ms (SLO {num(itl)} ms)"),
         ("binds", r.binds or LABELS.get(r.bound, r.bound)),
-        *([("batching", f"--max-num-batched-tokens {p.vllm.max_num_batched_tokens} --max-num-seqs "
-                        f"{p.vllm.max_num_seqs}: {r.batching.split(': ', 1)[-1]}")] if r.batching else []),
+        *([("batching", f"max_num_batched_tokens {p.vllm.max_num_batched_tokens:,}, max_num_seqs "
+                        f"{p.vllm.max_num_seqs:,}: {r.batching.split(': ', 1)[-1]}")] if r.batching else []),
         *([("percentiles", f"TTFT p50/p95/p99 {num(r.ttft_p50_ms)}/{num(r.ttft_p95_ms)}/{num(r.ttft_p99_ms)} ms, "
                            f"ITL {num(r.itl_p50_ms)}/{num(r.itl_p95_ms)}/{num(r.itl_p99_ms)} ms at the planned load")]
           if r.ttft_p50_ms > 0 else []),
