@@ -365,7 +365,14 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
 
     def cheapest(w2: Any, hw2: Any, strat: str) -> Evaluated | None:
         # the demand follows the SLO when tokens/s per user defaults to 1000 / ITL
-        return search(cat, model, w2, hw2, stack.region, strat, demand_of(w2)).best
+        # priced as plan_stack prices it: the finalists' batching flags tuned and simulated
+        from sizing.batching import tune_finalists
+        from sizing.planner import _cost_key
+
+        d2 = demand_of(w2)
+        found = search(cat, model, w2, hw2, stack.region, strat, d2).feasible
+        tuned = tune_finalists(cat, model, w2, d2, found, hw2.redundancy, _cost_key) if found else []
+        return min(tuned, key=_cost_key) if tuned else None
 
     def add(change: str, setting: dict[str, Any], ev: Evaluated | None) -> bool:
         if ev is None:
