@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -266,12 +267,30 @@ def _model_from_row(r: dict[str, str]) -> ModelArch:
     )
 
 
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def suggestions(name: str, choices: list[str], n: int = 3) -> list[str]:
+    """The choices nearest to `name`, most similar first: those containing it (ignoring case and
+    punctuation) ahead of the rest, then by difflib similarity of the normalised names."""
+    key, tail = _norm(name), _norm(name.rsplit("/", 1)[-1])
+    if not key:
+        return []
+    scored = []
+    for c in dict.fromkeys(choices):
+        nc, ctail = _norm(c), _norm(c.rsplit("/", 1)[-1])
+        ratio = max(difflib.SequenceMatcher(None, key, nc).ratio(), difflib.SequenceMatcher(None, tail, ctail).ratio())
+        contains = key in nc or nc in key or bool(tail) and tail in ctail
+        if contains or ratio >= 0.6:
+            scored.append((not contains, -ratio, len(c), c))
+    return [c for *_k, c in sorted(scored)[:n]]
+
+
 def _suggest(name: str, choices: list[str]) -> str:
-    by_lower = {c.lower(): c for c in choices}
-    prefix = [c for c in by_lower if c.startswith(name.lower())]
-    close = prefix[:3] or difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.5)
+    close = suggestions(name, choices)
     if close:
-        return " (did you mean " + " or ".join(by_lower[c] for c in close) + "?)"
+        return " (did you mean " + " or ".join(close) + "?)"
     return ""
 
 
@@ -339,7 +358,7 @@ class Catalog:
 
     @cached_property
     def models(self) -> dict[str, ModelArch]:
-        from sizing.architectures.catalog_rows import complete
+        from sizing.architectures import complete
 
         return {r["hf_id"]: complete(_model_from_row(r)) for r in self._rows("models.csv")}
 
@@ -428,7 +447,7 @@ class Catalog:
             from sizing.hf_config import model_from_config_file
 
             return model_from_config_file(local)  # a directory means its config.json
-        names = [m.hf_id for m in self.models.values()] + [m.short_name for m in self.models.values()]
+        names = [m.hf_id if "/" in name else m.short_name for m in self.models.values()]
         hint = _suggest(name, names)
         if "/" in name and not hint:
             from sizing.hf_config import model_from_hub

@@ -20,9 +20,12 @@ def model_from_config(c: Any, name: str, source: str, label: str | None = None) 
     """A ModelArch from a parsed config.json, by its family's reader (sizing/architectures/);
     an unknown model_type, a missing field or an impossible value is one CatalogLookupError line
     that names the config as `label` (default `name`)."""
-    from sizing.architectures import read_config
+    from sizing.architectures import ArchitectureError, read_config
 
-    return read_config(c, name, source, label)
+    try:
+        return ModelArch(**read_config(c, name, source, label))
+    except ArchitectureError as e:
+        raise CatalogLookupError(str(e)) from None
 
 
 def _reject_constant(token: str) -> float:
@@ -112,7 +115,7 @@ def model_from_hub(repo_id: str, known: list[str]) -> ModelArch:
             f"Hugging Face hub ({type(e).__name__}); use a catalog name ({', '.join(known[:8])}, ... see "
             "`llmcap models`) or a path to a config.json") from None
     arch = model_from_config(read_config_file(Path(path)), repo_id, f"huggingface hub {repo_id}/config.json")
-    from sizing.checkpoint import fetch_metadata
+    from sizing.checkpoint_metadata import fetch_metadata
 
     fetch_metadata(repo_id)  # the hub is reachable now: cache the checkpoint's exact size (best effort)
     return arch

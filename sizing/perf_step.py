@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from sizing.catalog import Catalog, Gpu, ModelArch, PrecisionFormat
 from sizing.memory import (
     embedding_params,
+    expert_weight_bytes_per_replica,
     kv_cache_bytes_per_token,
     kv_dtype_bytes,
     kv_replication_factor,
@@ -247,6 +248,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     if n_exp and n_exp > k:
         expert_params = (model.params_total_b - model.params_active_b) * 1e9 / (n_exp - k)
         expert_bytes = expert_params * fmt.bytes_per_param
+        if model.native_expert_format:  # gpt-oss: the experts stay MXFP4 whatever the precision
+            expert_bytes = expert_weight_bytes_per_replica(model, fmt) / n_exp
     dense_bytes = max(w_read - n_exp * expert_bytes, 0.0)
     kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
     rep = kv_replication_factor(model, tp)

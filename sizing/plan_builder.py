@@ -259,9 +259,11 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     plat = platform_lines(cat, stack.region, max(p.checkpoint_gib for p in pools),
                           sum(p.root_volume_gib * p.instances_desired for p in pools), system_type, system_nodes, nat)
     plat_month = sum(line.usd_per_month or 0.0 for line in plat)
-    for line in plat:
-        if line.usd_per_month is None:
-            warnings.append(f"{line.name}: not priced (no catalog price in {stack.region}); all-in cost excludes it")
+    unpriced = [line.name for line in plat if line.usd_per_month is None]
+    if unpriced:
+        warnings.append(f"platform not priced in {stack.region} (no catalog price there): {', '.join(unpriced)}; "
+                        f"the all-in cost excludes {'them' if len(unpriced) > 1 else 'it'} "
+                        f"(llmcap catalog refresh --region {stack.region} prices them)")
     gpu_lines = [_gpu_line(p) for p in pools]
     month = usd_per_month(usd_h)
     apis, api_note = api_comparison(cat, model.hf_id, model.params_active_b, model.params_total_b, in_tps, out_tps,

@@ -7,6 +7,7 @@ Units are in the field names: tokens, ms, requests/s. Every default lives here, 
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,6 +18,11 @@ KvCacheDtype = Literal["auto", "fp8"]
 Strategy = Literal["auto", "scale-up", "scale-out", "mixed"]
 Purchase = Literal["on-demand", "spot", "mixed"]
 Engine = Literal["vllm", "sglang", "tensorrt-llm"]
+
+# llmcap:workload.weights_source: a Hugging Face id (org/name), or an s3:// URI whose bucket follows
+# the S3 user guide's "General purpose bucket naming rules" (3-63 lowercase letters, digits, dots, hyphens)
+HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
 
 PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -210,9 +216,9 @@ class WorkloadSpec(_Strict):
     @field_validator("weights_source", mode="after")
     @classmethod
     def _weights_source(cls, v: str | None) -> str | None:
-        from sizing.weights_source import check_weights_source
-
-        return None if v is None else check_weights_source(v)
+        if v is None or HF_ID.match(v) or S3_URI.match(v):
+            return v
+        raise ValueError(f"{v[:80]!r} is neither a Hugging Face id (org/name) nor an s3://bucket/prefix URI")
 
     @model_validator(mode="after")
     def _context_fits(self) -> WorkloadSpec:

@@ -9,21 +9,9 @@ Face id or an s3:// URI) for a local model, and refuse with one line otherwise.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from sizing.catalog import Catalog, ModelArch
 from sizing.errors import SpecError
-
-HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
-
-
-def check_weights_source(v: str) -> str:
-    """A Hugging Face id (org/name) or an s3:// URI (bucket naming rules: 3-63 lowercase
-    letters, digits, dots, hyphens, per the S3 user guide "General purpose bucket naming rules")."""
-    if HF_ID.match(v) or S3_URI.match(v):
-        return v
-    raise ValueError(f"{v[:80]!r} is neither a Hugging Face id (org/name) nor an s3://bucket/prefix URI")
 
 
 def is_local(model: ModelArch) -> bool:

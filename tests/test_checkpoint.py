@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from sizing import checkpoint
+from sizing import checkpoint_metadata as checkpoint
 from sizing.catalog import Catalog
-from sizing.checkpoint import cached_metadata, checkpoint_bytes, fetch_metadata, model_size_line
+from sizing.checkpoint import checkpoint_bytes, model_size_line
+from sizing.checkpoint_metadata import cached_metadata, fetch_metadata
 
 
 def _fake_metadata(tensors: dict[str, tuple[str, list[int], int]]) -> Any:

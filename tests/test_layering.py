@@ -103,14 +103,14 @@ def test_no_vendor_number_in_code() -> None:
 # matching prefix decides; a package's __init__ sits with its modules.
 LAYERS: list[tuple[str, list[str]]] = [
     ("base: errors, user files, the spec models", ["sizing", "sizing.errors", "sizing.user_files", "sizing.spec",
-                                                   "sizing.deployment"]),
+                                                   "sizing.deployment", "sizing.humanize"]),
     ("facts and contracts: catalog, HF configs, calibration, Plan, stack files",
      ["sizing.catalog", "sizing.hf_config", "sizing.perf_calibration", "sizing.calibration_overlay",
-      "sizing.platform_defaults", "sizing.plan", "sizing.stack", "sizing.architectures", "sizing.weights_source",
-      "sizing.checkpoint"]),
-    ("physics: memory, performance, demand", ["sizing.memory", "sizing.perf_step", "sizing.perf",
-                                              "sizing.perf_goodput", "sizing.perf_sim", "sizing.demand",
-                                              "sizing.binding", "sizing.cold_start", "sizing.meaning"]),
+      "sizing.platform_defaults", "sizing.plan", "sizing.stack", "sizing.architectures",
+      "sizing.checkpoint_metadata", "sizing.weights_source"]),
+    ("physics: memory, performance, demand, what binds, cold start, what a stack means",
+     ["sizing.memory", "sizing.perf_step", "sizing.perf", "sizing.perf_goodput", "sizing.demand", "sizing.binding",
+      "sizing.cold_start", "sizing.meaning", "sizing.checkpoint"]),
     ("money: platform costs, resource pricing", ["sizing.cost", "sizing.pricing"]),
     ("search: candidates, mixes, the planner", ["sizing.candidates", "sizing.batching", "sizing.mix",
                                                 "sizing.planner", "sizing.plan_builder"]),
@@ -127,10 +127,6 @@ ALLOWED: set[tuple[str, str]] = {
     ("sizing.plan_builder", "sizing.planner"),  # circle planner <-> plan_builder (lazy: search())
     ("sizing.perf", "sizing.perf_goodput"),  # circle perf <-> perf_goodput (re-export; they share _ctx)
     ("sizing.catalog", "sizing.hf_config"),  # circle catalog <-> hf_config: a catalog lookup can call the hub
-    # circle catalog <-> architectures: catalog rows are completed by the readers, which build ModelArch (lazy)
-    ("sizing.catalog", "sizing.architectures.catalog_rows"),
-    ("sizing.checkpoint", "sizing.memory"),  # upward (lazy): offline checkpoint size from the weights formula
-    ("sizing.spec", "sizing.weights_source"),  # upward (lazy): the spec validator reuses the weights-source rule
     ("sizing.commands.estimate_perf", "sizing.commands.estimate"),  # circle estimate <-> estimate_perf
     ("sizing.commands.plan_cmd", "sizing.commands.aws_cmds"),  # circle aws_cmds <-> plan_cmd (--preflight)
     ("sizing.diff", "sizing.commands.validate"),  # upward: the core into the CLI (check_names)
@@ -180,7 +176,10 @@ def test_longest_import_chain_is_measured() -> None:
     assert len(chain) <= MAX_CHAIN, " -> ".join(chain)
 
 
-MAX_CHAIN = 12  # today: 12 modules, a circle counted once, TYPE_CHECKING imports left out; the target is 8
+# today: 14 modules, a circle counted once, TYPE_CHECKING imports left out; the target is 8. It was 12 until
+# the architecture readers (issue 19): catalog -> sizing.architectures (registry) -> a family -> its base,
+# which imports nothing else of llmcap; the re-layer (issue 15) can move catalog below the readers.
+MAX_CHAIN = 14
 
 
 # ---------------------------------------------------------------------------- the checker itself

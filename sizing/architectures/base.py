@@ -3,7 +3,7 @@ parameter-count pieces and the step from counts to a `ModelArch`.
 
 Counts are exact parameter counts (not billions) of the checkpoint's tensors as the family's
 modelling code defines them: projections, biases, norms, routers, embeddings. Units: parameters;
-`ModelArch` then holds billions (1e9).
+`ModelArch` (sizing/catalog.py) then holds billions (1e9).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sizing.catalog import ModelArch
-from sizing.errors import CatalogLookupError
+ArchFields = dict[str, Any]  # keyword arguments of sizing.catalog.ModelArch (built by the caller)
 
 # bounds that no released decoder comes near; beyond them a value is a typo or junk, not a model
 Dim = Annotated[int, Field(gt=0, le=1_048_576)]
@@ -26,9 +25,10 @@ Vocab = Annotated[int, Field(gt=0, le=100_000_000)]
 Positions = Annotated[int, Field(gt=0, le=1_000_000_000)]
 
 
-class ArchitectureError(CatalogLookupError):
-    """A config.json that cannot be sized: unknown family, a missing field, an impossible value
-    (exit 2, one line naming the field)."""
+class ArchitectureError(ValueError):
+    """A config.json that cannot be sized: unknown family, a missing field, an impossible value;
+    one line naming the field. sizing.hf_config turns it into a CatalogLookupError (exit 2); the
+    readers import nothing else of llmcap, so they add little to the import chains."""
 
 
 class BaseConfig(BaseModel):
@@ -153,10 +153,11 @@ def to_model_arch(cfg: BaseConfig, counts: Counts, family: str, name: str, sourc
                   moe_num_experts: int | None = None, moe_experts_per_token: int | None = None,
                   moe_shared_experts: int | None = None, moe_intermediate_size: int | None = None,
                   first_k_dense_layers: int | None = None, head_dim: int | None = -1,
-                  mla: tuple[int, int, int, int] | None = None) -> ModelArch:
-    """The catalog record for a derived architecture; `mla` = (kv_lora_rank, qk_rope_head_dim,
-    qk_nope_head_dim, v_head_dim)."""
-    return ModelArch(
+                  mla: tuple[int, int, int, int] | None = None) -> ArchFields:
+    """The fields of the catalog record (`ModelArch(**fields)`) for a derived architecture;
+    `mla` = (kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim). The readers stay
+    below sizing.catalog in the layers, so the caller builds the record."""
+    return dict(
         hf_id=name, short_name=name.rstrip("/").split("/")[-1].lower(), family=family,
         params_total_b=counts.total / 1e9, params_active_b=counts.active / 1e9,
         num_layers=cfg.num_hidden_layers, hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from sizing.architectures.base import (
+    ArchFields,
     ArchitectureError,
     BaseConfig,
     Count,
@@ -39,7 +40,6 @@ from sizing.architectures.base import (
     quant_method,
     to_model_arch,
 )
-from sizing.catalog import ModelArch
 
 MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe")
 
@@ -78,7 +78,7 @@ def _mla_attention(cfg: DeepseekConfig) -> int:
     return q + kv + heads * cfg.v_head_dim * h
 
 
-def read(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     glm = c.get("model_type") == "glm4_moe"
     cfg: _ExpertFields = parse(Glm4MoeConfig if glm else DeepseekConfig, c, name)
     h, n, e, k = cfg.hidden_size, cfg.num_hidden_layers, cfg.n_routed_experts, cfg.num_experts_per_tok

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from sizing.architectures.base import (
+    ArchFields,
     BaseConfig,
     Counts,
     Layers,
@@ -21,7 +22,6 @@ from sizing.architectures.base import (
     parse,
     to_model_arch,
 )
-from sizing.catalog import ModelArch
 
 MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
@@ -33,7 +33,7 @@ class DenseConfig(BaseConfig):
     max_window_layers: Layers | None = None
 
 
-def read(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     cfg = parse(DenseConfig, c, name)
     mt = cfg.model_type
     h, n = cfg.hidden_size, cfg.num_hidden_layers

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from sizing.architectures.base import (
+    ArchFields,
     BaseConfig,
     Counts,
     embeddings,
@@ -26,7 +27,6 @@ from sizing.architectures.base import (
     parse,
     to_model_arch,
 )
-from sizing.catalog import ModelArch
 
 MODEL_TYPES = ("gemma2", "gemma3_text")
 
@@ -37,7 +37,7 @@ class GemmaConfig(BaseConfig):
     sliding_window_pattern: Annotated[int, Field(gt=0, le=1000)] = 6
 
 
-def read(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     cfg = parse(GemmaConfig, c, name)
     h, n = cfg.hidden_size, cfg.num_hidden_layers
     g3 = cfg.model_type == "gemma3_text"

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from sizing.architectures.base import (
+    ArchFields,
     ArchitectureError,
     BaseConfig,
     Counts,
@@ -30,7 +31,6 @@ from sizing.architectures.base import (
     quant_method,
     to_model_arch,
 )
-from sizing.catalog import ModelArch
 
 MODEL_TYPES = ("gpt_oss",)
 
@@ -46,7 +46,7 @@ class GptOssConfig(BaseConfig):
     layer_types: list[str]
 
 
-def read(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     cfg = parse(GptOssConfig, c, name)
     h, n, e, k, i = (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_local_experts, cfg.num_experts_per_tok,
                      cfg.intermediate_size)

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from sizing.architectures.base import (
+    ArchFields,
     BaseConfig,
     Count,
     Counts,
@@ -32,7 +33,6 @@ from sizing.architectures.base import (
     parse,
     to_model_arch,
 )
-from sizing.catalog import ModelArch
 
 MODEL_TYPES = ("mixtral", "qwen3_moe", "qwen2_moe", "llama4_text")
 
@@ -71,7 +71,7 @@ def _check_k(cfg: Any, experts: int, name: str) -> None:
                                 f"than the {experts} experts")
 
 
-def read(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     mt = c.get("model_type")
     if mt == "mixtral":
         return _mixtral(c, name, source)
@@ -80,7 +80,7 @@ def read(c: dict[str, Any], name: str, source: str) -> ModelArch:
     return _qwen_moe(c, name, source)
 
 
-def _mixtral(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def _mixtral(c: dict[str, Any], name: str, source: str) -> ArchFields:
     cfg = parse(MixtralConfig, c, name)
     _check_k(cfg, cfg.num_local_experts, name)
     h, n, e, k = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_local_experts, cfg.num_experts_per_tok
@@ -94,7 +94,7 @@ def _mixtral(c: dict[str, Any], name: str, source: str) -> ModelArch:
                          moe_shared_experts=0, moe_intermediate_size=cfg.intermediate_size, first_k_dense_layers=0)
 
 
-def _qwen_moe(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def _qwen_moe(c: dict[str, Any], name: str, source: str) -> ArchFields:
     cfg = parse(QwenMoeConfig, c, name)
     _check_k(cfg, cfg.num_experts, name)
     h, n, e, k = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_experts, cfg.num_experts_per_tok
@@ -113,7 +113,7 @@ def _qwen_moe(c: dict[str, Any], name: str, source: str) -> ModelArch:
                          first_k_dense_layers=sparse[0] if sparse else n)
 
 
-def _llama4(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def _llama4(c: dict[str, Any], name: str, source: str) -> ArchFields:
     cfg = parse(Llama4Config, c, name)
     _check_k(cfg, cfg.num_local_experts, name)
     h, n, e, k = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_local_experts, cfg.num_experts_per_tok

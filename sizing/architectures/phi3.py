@@ -7,8 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sizing.architectures.base import BaseConfig, Counts, embeddings, glu_mlp, gqa_attention, parse, to_model_arch
-from sizing.catalog import ModelArch
+from sizing.architectures.base import (
+    ArchFields,
+    BaseConfig,
+    Counts,
+    embeddings,
+    glu_mlp,
+    gqa_attention,
+    parse,
+    to_model_arch,
+)
 
 MODEL_TYPES = ("phi3",)
 
@@ -17,7 +25,7 @@ class Phi3Config(BaseConfig):
     attention_bias: bool = False
 
 
-def read(c: dict[str, Any], name: str, source: str) -> ModelArch:
+def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     cfg = parse(Phi3Config, c, name)
     h, n = cfg.hidden_size, cfg.num_hidden_layers
     attn = gqa_attention(h, cfg.num_attention_heads, cfg.kv_heads, cfg.hd, qkv_bias=cfg.attention_bias)

@@ -66,6 +66,11 @@ def compare(
         raise SpecError("--plot: needs --sweep (the plot shows cost against the swept variable)")
     if plot is not None and plot.suffix.lower() != ".png":
         raise SpecError(f"--plot: {str(plot)!r} must end in .png")
+    if plot is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise SpecError("--plot needs matplotlib: pip install 'llmcap[plot]' (or pip install matplotlib)")
     opts = options_for(stack_files, strategies, sets, catalog)
     cat = load_catalog(catalog)
     result = compare_options(opts, cat)

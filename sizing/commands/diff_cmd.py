@@ -5,6 +5,7 @@ Register in sizing/cli.py with `app.command("diff")(diff_cmd.diff)`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,12 +97,18 @@ def check_gates(d: CostDiff, fail_above_percent: float | None, budget_usd_month:
         raise CheckFailedError(problems[0], problems)
 
 
+def stdout_is_terminal() -> bool:
+    """A person at a terminal gets the table; a pipe, a file or CI gets markdown for a PR comment."""
+    return sys.stdout.isatty()
+
+
 @guarded
 def diff(
     base: str | None = typer.Option(None, "--base", help="git ref to compare against, e.g. origin/main"),
     head: str | None = typer.Option(None, "--head", help="git ref of the change (default: the working tree)"),
     stacks: str = typer.Option("stacks/Pulumi.*.yaml", "--stacks", help="glob of stack files, from the repo root"),
-    fmt: Format = typer.Option(Format.markdown, "--format"),
+    fmt: Format | None = typer.Option(None, "--format", help="table (default in a terminal), markdown (default "
+                                      "when piped or written to a PR comment) or json"),
     from_plan: Path | None = typer.Option(None, "--from", help="a saved Plan JSON (before)"),
     to_plan: Path | None = typer.Option(None, "--to", help="a saved Plan JSON (after)"),
     preview_json: list[str] = typer.Option([], "--preview-json",
@@ -138,6 +145,8 @@ def diff(
         _attach_renders(d, head, stacks, catalog)
     if preview_json:
         _attach_previews(d, preview_json, catalog)
+    if fmt is None:
+        fmt = Format.table if stdout_is_terminal() else Format.markdown
     if fmt == Format.table:
         render = None
         diff_views.render_table(d, console())

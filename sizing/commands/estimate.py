@@ -75,19 +75,20 @@ def print_table(fig: dict[str, Any]) -> None:
         console().print(f"binds: {fig['binds']}")
 
 
-def infeasible_line(fig: dict[str, Any], catalog: Path | None) -> str | None:
-    """The one-line cause when this replica cannot serve at all (exit 3, as `plan`), else None."""
+def infeasible_line(fig: dict[str, Any], catalog: Path | None, model: str | None = None) -> str | None:
+    """The one-line cause when this replica cannot serve at all (exit 3, as `plan`), else None.
+    `model` is the name the user gave (a catalog name, HF id or config path); default the figure's."""
     if not fig["fits"]:
-        fix = _fitting_tp(fig, catalog)
+        fix = _fitting_tp(fig, catalog, model)
         return f"weights do not fit: {fig['fit_reason']}" + (f"; --tp {fix} fits" if fix else "")
     if fig.get("goodput_feasible") is False:
         return str(fig.get("binds") or fig.get("goodput_reason"))
     return None
 
 
-def _fitting_tp(fig: dict[str, Any], catalog: Path | None) -> int | None:
+def _fitting_tp(fig: dict[str, Any], catalog: Path | None, model: str | None = None) -> int | None:
     cat = load_catalog(catalog)
-    m = cat.model(fig["model"])
+    m = cat.model(model or fig["model"])
     for tp in (2, 4, 8):
         if tp > fig["tp"] and m.num_attention_heads % tp == 0 and memory_fit(
                 cat, m, fig["gpu"], fig["precision"], tp, fig["pp"], fig["context_tokens"], fig["kv_cache_dtype"],
@@ -142,6 +143,6 @@ def estimate(
         emit_json(fig)
     else:
         print_table(fig)
-    cause = infeasible_line(fig, catalog)
+    cause = infeasible_line(fig, catalog, model)
     if cause:
         raise NoFeasiblePlanError(cause, [cause])

@@ -56,7 +56,9 @@ def plan(
     except NoFeasiblePlanError as e:
         if fmt != Format.json:
             raise
-        emit_json(infeasible_document(stack_file, e))
+        emit_json(infeasible_document(stack_file, e))  # stdout: the JSON object for machines
+        for line in e.problems:  # stderr: the same causes in one line each, as without --format json
+            typer.echo(f"error: {line}", err=True)
         raise typer.Exit(e.exit_code) from None
     if preflight:
         from sizing.commands.aws_cmds import preflight_warnings

@@ -28,6 +28,23 @@ def _slo(plan: Plan) -> tuple[float, float]:
     return float(slo.get("ttft_p95_ms", 0)), float(slo.get("itl_p95_ms", 0))
 
 
+def precision_label(precision: str, gpu: str) -> str:
+    """The precision as it runs on this GPU: `fp8 (weight-only)` where the GPU has no FP8 tensor cores
+    (Ampere runs FP8 weights through FP8 Marlin with 16-bit math: precisions.csv fallback_on_other_archs)."""
+    from sizing.catalog import load_catalog
+    from sizing.errors import LlmcapError
+
+    try:
+        cat = load_catalog()
+        fmt, g = cat.precision(precision), cat.gpu(gpu)
+    except (LlmcapError, KeyError):
+        return precision
+    if fmt.native_activation_archs and g.generation not in fmt.native_activation_archs \
+            and fmt.fallback_on_other_archs == "weight-only":
+        return f"{precision} (weight-only)"
+    return precision
+
+
 def _parallel(p: Pool) -> str:
     return f"TP{p.tensor_parallel}" + (f"×PP{p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
 
@@ -37,7 +54,7 @@ def headline(plan: Plan) -> str:
     pools = " + ".join(
         f"{p.instances_desired}× {p.instance_type} ({plural(p.replicas, 'replica')} of "
         f"{p.tensor_parallel}{'×' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''} {p.gpu}, "
-        f"{p.precision}, {p.purchase})" for p in plan.pools)
+        f"{precision_label(p.precision, p.gpu)}, {p.purchase})" for p in plan.pools)
     return (f"{plan.model} in {plan.region}: {pools} = {plural(t.gpus, 'GPU')}, {money(t.usd_per_hour, 2)}/h, "
             f"{money(t.usd_per_month)}/month, {usd(t.usd_per_million_output_tokens, cents=True)} per 1M output tokens")
 
@@ -87,7 +104,7 @@ def pool_rows(plan: Plan) -> list[list[str]]:
         r = p.per_replica
         rows.append([
             p.name, p.instance_type, f"{p.gpu} ×{p.gpus_per_instance}", _parallel(p),
-            p.precision, p.purchase, f"{p.replicas} ({p.redundancy_replicas} spare)",
+            precision_label(p.precision, p.gpu), p.purchase, f"{p.replicas} ({p.redundancy_replicas} spare)",
             f"{p.instances_min}/{p.instances_desired}/{p.instances_max}",
             f"{r.goodput_output_tokens_per_s:,.0f}" + (
                 f" ({r.goodput_output_tokens_per_s_p10:,.0f}–{r.goodput_output_tokens_per_s_p90:,.0f})"
@@ -110,7 +127,7 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
     return [
         ("instances", f"{p.instances_desired} × {p.instance_type} ({plural(p.gpus_per_instance, p.gpu + ' GPU')} "
                       f"each), {p.purchase}; autoscaling {p.instances_min}–{p.instances_max}"),
-        ("replicas", f"{plural(p.replicas, 'replica')} of {_parallel(p)} {p.precision} "
+        ("replicas", f"{plural(p.replicas, 'replica')} of {_parallel(p)} {precision_label(p.precision, p.gpu)} "
                      f"({p.redundancy_replicas} spare)"),
         ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO" + (
             f" (p10–p90 {num(r.goodput_output_tokens_per_s_p10)}–{num(r.goodput_output_tokens_per_s_p90)}, "
@@ -129,6 +146,16 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
     ]
 
 
+def _platform_cell(plan: Plan) -> str:
+    gpu_names = {f"GPU instances ({p.purchase}, {p.instance_type})" for p in plan.pools}
+    unpriced = [c for c in plan.cost_lines if c.usd_per_month is None and c.name not in gpu_names]
+    if not unpriced:
+        return money(plan.totals.platform_usd_per_month)
+    if plan.totals.platform_usd_per_month == 0:
+        return f"not priced in {plan.region}"
+    return f"{money(plan.totals.platform_usd_per_month)} + {len(unpriced)} unpriced items"
+
+
 def totals_rows(plan: Plan) -> list[tuple[str, str]]:
     t = plan.totals
     return [
@@ -136,7 +163,7 @@ def totals_rows(plan: Plan) -> list[tuple[str, str]]:
         ("GPU $/hour", money(t.usd_per_hour, 2)),
         ("GPU $/month (730 h)", f"{money(t.usd_per_month)} (range {money(t.usd_per_month_min)} – "
                                 f"{money(t.usd_per_month_max)})"),
-        ("platform $/month", money(t.platform_usd_per_month)),
+        ("platform $/month", _platform_cell(plan)),
         ("all-in $/month", money(t.all_in_usd_per_month)),
         ("$/1M output tokens (GPU, planned load)", usd(t.usd_per_million_output_tokens, cents=True)),
         ("$/1M output tokens (GPU, at capacity)", usd(t.usd_per_million_output_tokens_at_capacity, cents=True)),
@@ -162,7 +189,8 @@ def _skipped(plan: Plan) -> list[str]:
 
 def alt_rows(plan: Plan) -> list[list[str]]:
     skipped = set(_skipped(plan))
-    return [[a.strategy, a.gpu, a.instance_type, a.precision, f"TP{a.tensor_parallel}" if a.tensor_parallel else "-",
+    return [[a.strategy, a.gpu, a.instance_type, precision_label(a.precision, a.gpu),
+             f"TP{a.tensor_parallel}" if a.tensor_parallel else "-",
              str(a.gpus) if a.feasible else "-", money(a.usd_per_month) if a.feasible else "infeasible",
              a.why_not_chosen] for a in plan.alternatives if not (not a.feasible and a.gpu in skipped)]
 
@@ -174,6 +202,11 @@ ALT_NARROW = [1, 3, 4, 5, 6, 7]
 def skipped_line(plan: Plan) -> str | None:
     s = _skipped(plan)
     return f"skipped (no datasheet row in gpus.csv): {', '.join(s)}" if s else None
+
+
+def price_lines(plan: Plan) -> list[str]:
+    """The assumptions that say where the prices come from and how old they are."""
+    return [a for a in plan.assumptions if a.startswith(("instance prices", "hosted-API prices"))]
 
 
 def render_table(plan: Plan, console: Any) -> None:
@@ -229,6 +262,8 @@ def render_table(plan: Plan, console: Any) -> None:
             console.print(at)
     if skipped_line(plan):
         console.print(skipped_line(plan))
+    for line in price_lines(plan):
+        console.print(line, overflow="fold")
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}")
 
@@ -255,6 +290,7 @@ def render_markdown(plan: Plan) -> str:
         parts += ["", "**Best of each strategy and GPU**", "", _md_table(ALT_HEADERS, alt_rows(plan))]
     if skipped_line(plan):
         parts += ["", str(skipped_line(plan))]
+    parts += [""] + [f"- {line}" for line in price_lines(plan)]
     if plan.warnings:
         parts += [""] + [f"- ⚠ {w}" for w in plan.warnings]
     return "\n".join(parts) + "\n"
