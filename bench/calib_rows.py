@@ -1,4 +1,5 @@
-"""How each published measurement in ../shared/calibration/perf_points.csv maps onto the model.
+"""How each published measurement in ../shared/calibration/perf_points.csv and perf_points_2026.csv
+maps onto the model (both files together by default).
 
 Shared by bench/calibrate.py and bench/accuracy.py. Every interpretation of a source that the
 CSV does not state is an ASSUMPTION listed in BENCHMARK_ASSUMPTIONS, which calibrate.py copies
@@ -19,21 +20,30 @@ from sizing.perf import (
     LoadEstimate,
     ReplicaConfig,
     WorkloadShape,
+    estimate_burst,
     estimate_closed_loop,
     estimate_offline,
     estimate_open_loop,
 )
 
-DEFAULT_CSV = Path(__file__).resolve().parents[1] / ".." / "shared" / "calibration" / "perf_points.csv"
+CALIB_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "calibration"
+DEFAULT_CSV = CALIB_DIR / "perf_points.csv"
+DEFAULT_CSVS = (CALIB_DIR / "perf_points.csv", CALIB_DIR / "perf_points_2026.csv")
 
 MODELS = {
     "Llama-2-7B": "llama-2-7b", "Llama-2-13B": "llama-2-13b", "Llama-2-70B": "llama-2-70b",
     "Llama-3.1-8B": "llama-3.1-8b-instruct", "Llama-3.1-70B": "llama-3.1-70b-instruct",
     "Llama-3.1-405B": "llama-3.1-405b-instruct", "Llama-3.3-70B": "llama-3.3-70b-instruct",
     "Mistral-7B": "mistral-7b-instruct-v0.3", "Mixtral-8x7B": "mixtral-8x7b-instruct", "Qwen3-8B": "qwen3-8b",
+    "openai/gpt-oss-120b": "gpt-oss-120b", "openai/gpt-oss-20b": "gpt-oss-20b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b",
+    "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct-AWQ": "qwen2.5-7b-instruct",
+    "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B (AWQ checkpoint)": "qwen3-30b-a3b",
 }
 ENGINES = {"TensorRT-LLM": "tensorrt-llm", "NVIDIA NIM (TensorRT-LLM backend)": "tensorrt-llm",
            "vLLM": "vllm", "SGLang": "sglang", "HF TGI (SageMaker LLM DLC)": "tgi"}
+STATS = {"mean": "mean", "na": "mean", "median": "p50", "p50": "p50", "p95": "p95", "p99": "p99"}
 
 BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "sharegpt_mean_tokens": {
@@ -47,14 +57,41 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "max_num_tokens 8192; the KV cache then limits the batch"},
     "gpustackq_engine_limits": {
         "max_num_seqs": 1000, "max_num_batched_tokens": 8192,
-        "why": "vLLM 0.9.2 V1 OpenAI-server defaults on >= 70 GiB GPUs are 1024 sequences and 8192 batched "
-               "tokens; the benchmark sends 1,000 prompts at once, so the engine can batch at most 1,000: "
-               "modelled as offline with max_num_seqs 1000"},
+        "why": "superseded by vllm_v1_defaults (vLLM 0.9.2: H100 1024 / 8192, A100 256 / 2048); the benchmark "
+               "sends 1,000 prompts at once (a burst), so the engine batches at most 1,000"},
     "nim_kv_cache_dtype": {"value": "fp8", "why": "NIM FP8 TensorRT-LLM profiles use an FP8 KV cache"},
     "multi_step_itl": "vLLM 0.6.0 with --num-scheduler-steps N emits tokens in bursts of N, so its "
                       "measured ITL is N decode steps, and a new request waits on average half a "
                       "multi-step run (N/2 steps) before its prefill is scheduled",
     "tgi_time_per_token": "TGI time_per_token = (prefill + decode time) / generated tokens, without queueing",
+    "burst": "request_rate inf with num_prompts N (GPUStack pages, gpustackq's 1,000 prompts) is a finite burst of "
+             "N prompts sent at once (sizing.perf.estimate_burst), not an endless offline steady state",
+    "sharegpt_tail": {"prompt_p95_over_mean": 3.0, "output_p95_over_mean": 3.0,
+                      "why": "ShareGPT lengths are long-tailed; the sources give means only. p95 = 3 x mean is ASSUMED "
+                             "(it sets the burst's drain and the prompt-length spread of TTFT percentiles)"},
+    "serving_flags": "per-row flags from `notes` (the block's label first, then its command): "
+                     "--max-num-batched-tokens, --max-num-seqs / --max-running-requests, --async-scheduling, "
+                     "--enforce-eager / --disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / "
+                     "--mem-fraction-static",
+    "vllm_v1_defaults": {
+        "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 "
+                "sequences and 8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise "
+                "(A100, L4, A10G, L40S) 256 sequences and 2048 batched tokens; before 0.10 (ASSUMED) A100-80GB "
+                "too gets 1024 / 8192",
+        "source": "vllm/engine/arg_utils.py EngineArgs._set_default_args_v1 / get_batch_defaults: "
+                  "'if device_memory >= 70 * GiB_bytes and \"a100\" not in device_name: ... OPENAI_API_SERVER: "
+                  "8192 ... 1024' else 2048 / 256 "
+                  "(the A100 exception from vLLM PR #17885, 'Setting large max_num_batched_tokens for A100 reduces "
+                  "throughput'); ASSUMED first released in 0.10 (gpustackq's 0.9.2 on A100 runs the large defaults)"},
+    "r2rz_long_context": {
+        "prefix_cache_hit_rate": 0.95,
+        "why": "ASSUMED: the long regime sends one RAG context (~1,650 tokens) with each question, so vLLM's "
+               "default prefix caching (V1) and SGLang's RadixAttention serve all but the question from cache; "
+               "the measured TTFT at concurrency 1 (41-120 ms on one L4) is below what computing 1,650 tokens "
+               "takes even at the L4's full datasheet FP16 peak (~190 ms)"},
+    "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf "
+                                "estimate_closed_loop synchronized=True); ShareGPT rows do not",
+    "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }
 
 
@@ -66,7 +103,33 @@ def _precision(weight_dtype: str) -> str:
         return "int4-awq"
     if w.startswith("int4"):
         return "int4-gptq"
-    return w
+    return w.split()[0]
+
+
+def _flag(notes: str, name: str) -> str | None:
+    """A serving flag's value from a row's notes: the block label's first (it names the varied
+    flag; the command shown beside it is sometimes the page's base command), else the command's."""
+    label = re.search(r"block label: ([^;]*)", notes)
+    for text in ([label.group(1)] if label else []) + [notes]:
+        m = re.search(rf"{re.escape(name)}[ =]([0-9.]+)", text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _vllm_v1(version: str) -> bool:
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 8)
+
+
+def _vllm_v1_defaults(gpu: str, version: str) -> dict[str, int | float | bool]:
+    """BENCHMARK_ASSUMPTIONS['vllm_v1_defaults']: the engine limits a vLLM V1 server picks by itself."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    minor = (int(m.group(1)), int(m.group(2))) if m else (0, 11)
+    big = gpu in ("H100-SXM", "H100-PCIe", "H200", "B200", "A100-80GB") and not (gpu.startswith("A100")
+                                                                                  and minor >= (0, 10))
+    return {"max_num_seqs": 1024, "max_num_batched_tokens": 8192} if big else \
+        {"max_num_seqs": 256, "max_num_batched_tokens": 2048}
 
 
 @dataclass(frozen=True)
@@ -77,51 +140,86 @@ class CalRow:
     value: float
     cfg: ReplicaConfig
     shape: WorkloadShape
-    mode: str  # closed | open | offline
-    load: float
+    mode: str  # closed | open | offline | burst
+    load: float  # concurrency (closed), requests/s (open), prompts (burst)
     multi_step: int
+    stat: str = "mean"  # mean | p50 | p95 | p99
+    gpu: str = ""
 
 
-def load_rows(catalog: Catalog, path: Path | str = DEFAULT_CSV) -> list[CalRow]:
+def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
+    """Rows of one file, or of both calibration files (path None)."""
+    if path is None:
+        return [r for p in DEFAULT_CSVS for r in load_rows(catalog, p)]
     a = BENCHMARK_ASSUMPTIONS
     share = a["sharegpt_mean_tokens"]
-    assert isinstance(share, dict)
+    tail = a["sharegpt_tail"]
+    assert isinstance(share, dict) and isinstance(tail, dict)
     out: list[CalRow] = []
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             src = r["id"].split("-")[0]
             engine = ENGINES[r["engine"]]
+            notes = r["notes"]
             kv = "fp8" if "fp8" in r["kv_dtype"] else "auto"
             if src == "nim" and not r["kv_dtype"]:
                 kv = str(a["nim_kv_cache_dtype"]["value"])  # type: ignore[index]
-            limits: dict[str, int] = {}
+            limits: dict[str, int | float | bool] = {}
             if src in ("trt013", "gpustackq"):
                 lim = a[f"{src}_engine_limits"]
                 assert isinstance(lim, dict)
                 limits = {"max_num_seqs": lim["max_num_seqs"], "max_num_batched_tokens": lim["max_num_batched_tokens"]}
+            if engine == "vllm" and src != "gpustackq" and _vllm_v1(r["engine_version"]):
+                limits.update(_vllm_v1_defaults(r["gpu"], r["engine_version"]))
+            elif src == "gpustackq":
+                limits.update(_vllm_v1_defaults(r["gpu"], "0.9.2"))
+                limits["max_num_seqs"] = min(int(limits["max_num_seqs"]), 1000)
+            if (v := _flag(notes, "--max-num-batched-tokens")) is not None:
+                limits["max_num_batched_tokens"] = int(v)
+            if (v := _flag(notes, "--max-num-seqs") or _flag(notes, "--max-running-requests")) is not None:
+                limits["max_num_seqs"] = int(v)
+            if (v := _flag(notes, "--gpu-memory-utilization") or _flag(notes, "--mem-fraction-static")) is not None:
+                limits["gpu_memory_utilization"] = float(v)
+            if "--enforce-eager" in notes or "--disable-cuda-graph" in notes:
+                limits["cuda_graphs"] = False
+            if "--async-scheduling" in notes:
+                limits["async_scheduling"] = True
             cfg = ReplicaConfig(model=catalog.model(MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
-                                kv_cache_dtype=kv, engine=engine, **limits)
+                                kv_cache_dtype=kv, engine=engine, **limits)  # type: ignore[arg-type]
             isl = float(r["isl"]) if r["isl"] else float(share["prompt"])
             osl = float(r["osl"]) if r["osl"] else float(share["output"])
+            sharegpt = "sharegpt" in notes.lower() or not r["isl"]
+            hit = 0.0
+            if src == "r2rz" and "long regime" in notes:  # BENCHMARK_ASSUMPTIONS["r2rz_long_context"]
+                hit = float(a["r2rz_long_context"]["prefix_cache_hit_rate"])  # type: ignore[index]
+            shape = WorkloadShape(isl, osl, isl * tail["prompt_p95_over_mean"] if sharegpt else None,
+                                  osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]
+            n_prompts = re.search(r"num_prompts=(\d+)", notes)
             if r["concurrency"]:
                 mode, load = "closed", float(r["concurrency"])
             elif rate and rate != "inf":
                 mode, load = "open", float(rate)
+            elif n_prompts or src == "gpustackq":
+                mode, load = "burst", float(n_prompts.group(1)) if n_prompts else 1000.0
             else:
                 mode, load = "offline", 0.0
             m = re.search(r"num-scheduler-steps (\d+)", r["engine_version"])
-            out.append(CalRow(r["id"], src, r["metric"], float(r["value"]), cfg, WorkloadShape(isl, osl),
-                              mode, load, int(m.group(1)) if m else 1))
+            out.append(CalRow(r["id"], src, r["metric"], float(r["value"]), cfg, shape,
+                              mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"]))
     return out
 
 
 def estimate(catalog: Catalog, row: CalRow) -> LoadEstimate:
     if row.mode == "closed":
-        return estimate_closed_loop(catalog, row.cfg, row.shape, int(row.load))
+        # fixed synthetic lengths: requests started together run in lockstep rounds
+        return estimate_closed_loop(catalog, row.cfg, row.shape, int(row.load),
+                                    synchronized=row.shape.output_tokens_p95 is None)
     if row.mode == "open":
         return estimate_open_loop(catalog, row.cfg, row.shape, row.load)
+    if row.mode == "burst":
+        return estimate_burst(catalog, row.cfg, row.shape, int(row.load))
     return estimate_offline(catalog, row.cfg, row.shape)
 
 
@@ -135,20 +233,29 @@ def metric_group(metric: str) -> str:
 
 
 def predict(catalog: Catalog, row: CalRow) -> float:
-    """The model's value for this row's metric (same unit as the row)."""
-    e = estimate(catalog, row)
+    """The model's value for this row's metric at the row's statistic (same unit as the row)."""
+    return predict_from(row, estimate(catalog, row))
+
+
+def predict_from(row: CalRow, e: LoadEstimate) -> float:
+    """Row's metric from an estimate (rows of one scenario share one estimate)."""
     isl, osl = row.shape.prompt_tokens, row.shape.output_tokens
-    itl = e.itl_ms * row.multi_step
+    q = row.stat
+    ms = row.multi_step
     table: dict[str, Callable[[], float]] = {
         "output_tok_s_total": lambda: e.output_tokens_per_s,
         "output_tok_s_per_gpu": lambda: e.output_tokens_per_s / (row.cfg.tp * row.cfg.pp),
         "total_tok_s_total": lambda: e.output_tokens_per_s * (isl + osl) / osl,
-        "requests_s": lambda: e.requests_per_s,
-        "ttft_ms": lambda: e.ttft_ms + (row.multi_step / 2 * e.itl_ms if row.multi_step > 1 else 0.0),
-        "itl_ms": lambda: itl,
-        "tpot_ms": lambda: (e.e2e_latency_ms / osl if row.cfg.engine == "tgi" else e.itl_ms),
-        "e2e_latency_ms": lambda: e.e2e_latency_ms,
+        "requests_s": lambda: e.output_tokens_per_s / osl,
+        "ttft_ms": lambda: e.percentile("ttft", q) + (ms / 2 * e.itl_ms if ms > 1 else 0.0),
+        "itl_ms": lambda: e.percentile("itl", q) * ms if ms == 1 else e.itl_ms * ms,
+        "tpot_ms": lambda: (e.e2e_latency_ms / osl if row.cfg.engine == "tgi" else e.percentile("tpot", q)),
+        "e2e_latency_ms": lambda: e.percentile("e2e", q),
     }
     v = table[row.metric]()
-    return v if math.isfinite(v) else 1e12
+    return v if math.isfinite(v) and v > 0 else 1e12
 
+
+def scenario_key(row: CalRow) -> tuple[object, ...]:
+    """Rows with the same key share one estimate."""
+    return (row.cfg, row.shape, row.mode, row.load)

@@ -32,8 +32,9 @@ def main(argv: list[str]) -> int:
     shape = WorkloadShape(prompt_tokens=1024, output_tokens=512)
     print(f"{MODEL}, 1024 in / 512 out, TTFT p95 <= {a.ttft_p95_ms:g} ms, ITL p95 <= {a.itl_p95_ms:g} ms, "
           f"{a.engine}, one GPU per replica")
-    print("goodput = output tokens/s per GPU at the largest concurrency meeting both targets (closed loop)\n")
-    print(f"{'GPU':10}" + "".join(f"{p:>28}" for p in PRECISIONS))
+    print("goodput = output tokens/s per GPU at the largest concurrency meeting both targets (closed loop); "
+          "in brackets its p10-p90 range from the held-out error\n")
+    print(f"{'GPU':10}" + "".join(f"{p:>30}" for p in PRECISIONS))
     notes: list[str] = []
     for g in GPUS:
         cells = []
@@ -41,11 +42,12 @@ def main(argv: list[str]) -> int:
             gp = goodput(cat, ReplicaConfig(model=model, gpu=g, precision=p, engine=a.engine), shape,
                          a.ttft_p95_ms, a.itl_p95_ms)
             if gp.feasible and gp.at is not None:
-                cells.append(f"{gp.output_tokens_per_s:8.0f} tok/s @ {gp.concurrency:4.0f} conc")
+                cells.append(f"{gp.output_tokens_per_s:.0f} ({gp.output_tokens_per_s_p10:.0f}-"
+                             f"{gp.output_tokens_per_s_p90:.0f}) tok/s @ {gp.concurrency:.0f}")
             else:
                 cells.append(f"infeasible [{len(notes) + 1}]")
                 notes.append(f"[{len(notes) + 1}] {g} {p}: {gp.reason}")
-        print(f"{g:10}" + "".join(f"{c:>28}" for c in cells))
+        print(f"{g:10}" + "".join(f"{c:>30}" for c in cells))
     if notes:
         print()
         print("\n".join(notes))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sizing.catalog import Catalog, Instance, ModelArch
 from sizing.demand import Demand
@@ -17,6 +18,9 @@ from sizing.memory import MemoryFit, memory_fit
 from sizing.perf import Goodput, ReplicaConfig, WorkloadShape, goodput
 from sizing.plan import Rejection
 from sizing.spec import HardwareSpec, WorkloadSpec
+
+if TYPE_CHECKING:
+    from sizing.batching import Tuning
 
 MAX_NODES_PER_REPLICA = 4  # pipeline stages across nodes the planner will consider
 GoodputFn = Callable[..., Goodput]  # sizing.perf.goodput, or a memoised wrapper of it (sweeps)
@@ -60,6 +64,7 @@ class Evaluated:
     instances: int
     usd_per_hour: float
     goodput_scale: float = 1.0  # measured ÷ predicted, from the user's calibration overlay
+    tuning: Tuning | None = None  # batching flags chosen and simulated (finalists only: sizing.batching)
 
     @property
     def goodput_output_tokens_per_s(self) -> float:
@@ -215,7 +220,7 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
     cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
                         kv_cache_dtype=w.kv_cache_dtype, engine=w.engine, interconnect=inst.gpu_interconnect)
     shape = WorkloadShape.from_spec(w)
-    gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode)
+    gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode, targets=w.slo.targets())
     if not gp.feasible:
         reject(gp.reason_code or "misses-itl", gp.reason)
         return None

@@ -132,12 +132,14 @@ class Comparison:
 
 def compare_options(options: list[Option], cat: Catalog,
                     goodput_scale: GoodputScale | None | bool = True) -> Comparison:
-    """Plan every option (infeasible ones keep their reasons) and pick the winner."""
+    """Plan every option (infeasible ones keep their reasons) and pick the winner. Options are planned
+    with vLLM's default batching flags (no tuning or simulation of finalists, sizing.batching), the
+    same model the --sweep points use, so that a comparison and its sweep agree."""
     rows: list[dict[str, Any]] = []
     plans: dict[str, Plan] = {}
     for o in options:
         try:
-            plan = plan_stack(o.stack, cat, o.strategy, goodput_scale)
+            plan = plan_stack(o.stack, cat, o.strategy, goodput_scale, tune_batching=False)
         except NoFeasiblePlanError as e:
             rows.append(infeasible_summary(o, e))
             continue
@@ -356,7 +358,7 @@ class _Prepared:
 
     def _goodput(self, *args: Any, **kwargs: Any) -> Goodput:
         cat, cfg, shape, ttft, itl = args
-        key = (cfg, shape, ttft, itl, kwargs.get("mode", "closed"))
+        key = (cfg, shape, ttft, itl, kwargs.get("mode", "closed"), kwargs.get("targets"))
         hit = self._memo.get(key)
         if hit is None:
             hit = self._memo[key] = goodput(cat, cfg, shape, ttft, itl, **kwargs)

@@ -48,6 +48,10 @@ class PerReplica(_M):
     kv_cache_gib_per_gpu: float
     max_concurrent_sequences: int
     goodput_output_tokens_per_s: float  # the largest load that meets both SLO percentiles
+    # p10-p90 range of that goodput from the model's leave-one-source-out throughput error
+    # (perf_calibration.json goodput_range); replicas and cost ranges scale by its inverse
+    goodput_output_tokens_per_s_p10: float = 0.0
+    goodput_output_tokens_per_s_p90: float = 0.0
     goodput_requests_per_s: float
     planned_concurrency: float  # active requests per replica at planned load
     planned_output_tokens_per_s: float
@@ -61,6 +65,21 @@ class PerReplica(_M):
     weights_load_s: float  # expected cold-start weight load time from the planned storage
     binds: str = ""  # one line: what binds, at which load, and the decode step's regime
     cold_start_s: float = 0.0  # a new replica on a new node until it serves (sizing/cold_start.py), seconds
+    # predicted percentiles at the planned load, ms (TTFT and E2E over requests, ITL over token gaps,
+    # TPOT over requests' mean gaps); 0 in plans saved before they were reported
+    ttft_p50_ms: float = 0.0
+    ttft_p99_ms: float = 0.0
+    itl_p50_ms: float = 0.0
+    itl_p99_ms: float = 0.0
+    tpot_p50_ms: float = 0.0
+    tpot_p95_ms: float = 0.0
+    tpot_p99_ms: float = 0.0
+    e2e_p50_ms: float = 0.0
+    e2e_p95_ms: float = 0.0
+    e2e_p99_ms: float = 0.0
+    # the step-level simulation (sizing/perf_sim.py) at the goodput load, "ttft_p50_ms" ... "e2e_p99_ms"
+    simulated_at_goodput_ms: dict[str, float] = Field(default_factory=dict)
+    batching: str = ""  # how max_num_batched_tokens / max_num_seqs were chosen (sizing/batching.py)
 
 
 class Pool(_M):

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from sizing.allocatable import per_replica_requests
+from sizing.batching import BUDGETS
 from sizing.binding import binding
 from sizing.candidates import Evaluated, instances_for
 from sizing.catalog import Catalog, ModelArch
@@ -26,6 +27,7 @@ from sizing.memory import GIB
 from sizing.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
 from sizing.node_storage import cache_fits_nvme, model_cache_gib, root_volume_gib
 from sizing.perf import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
+from sizing.perf_calibration import load_calibration
 from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
 from sizing.platform_defaults import number, setting
 from sizing.purchase import cheapest_for_mixed_purchase, split, spot_notes
@@ -37,10 +39,14 @@ REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint",
 
 
 def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
+    """The replica config, with the batching flags the planner tuned (sizing.batching) if any."""
     w = stack.workload
+    t = ev.tuning
     return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
                          pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.engine,
-                         interconnect=ev.cand.instance.gpu_interconnect)
+                         interconnect=ev.cand.instance.gpu_interconnect,
+                         max_num_seqs=t.max_num_seqs if t else None,
+                         max_num_batched_tokens=t.max_num_batched_tokens if t else None)
 
 
 def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,
@@ -76,6 +82,14 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
     # between the replicas on it (sizing/allocatable.py)
     requests = per_replica_requests(inst, c.replicas_per_instance if c.pp == 1 else 1)
+    tuned = ev.tuning
+    bound_code = (tuned.bound_code if tuned and tuned.bound_code else bind.code)
+    regime = bind.text.rsplit("; ", 1)[-1]
+    # where the simulation found the target that binds, it says so (with the step's regime); else the
+    # analytic binding follows the tuning note
+    binds = (f"{tuned.binds}; {regime}" if tuned.bound_code and regime.startswith("decode steps") else
+             f"{bind.text}; {tuned.binds}") if tuned and tuned.binds else bind.text
+    g_lo, g_hi = load_calibration().goodput_range  # p10/p90 of held-out measured / predicted
     pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
@@ -92,10 +106,12 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
             pipeline_parallel_size=c.pp, max_model_len=served_max_model_len(model, w, ev.fit),
-            # the batch the performance model planned with (KV capacity at the average context, or the
-            # engine default), and never below the planned concurrency (issue 18 item 7)
-            max_num_seqs=max(1, at.max_concurrent_sequences, math.ceil(at.concurrency - 1e-9)),
-            max_num_batched_tokens=eng.default_max_num_batched_tokens,
+            # the tuned batch (or the engine default) within the KV capacity, and never below the planned
+            # concurrency (issue 18 item 7: the rendered flag admits the planned load)
+            max_num_seqs=max(1, math.ceil(at.concurrency - 1e-9),
+                             min(ev.fit.max_concurrent_sequences,
+                                 tuned.max_num_seqs if tuned else eng.default_max_num_seqs)),
+            max_num_batched_tokens=tuned.max_num_batched_tokens if tuned else eng.default_max_num_batched_tokens,
             gpu_memory_utilization=ev.fit.gpu_memory_utilization,
             quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
             enable_prefix_caching=True),
@@ -104,14 +120,26 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             kv_cache_gib_per_gpu=round(ev.fit.kv_cache_gib_per_gpu, 3),
             max_concurrent_sequences=ev.fit.max_concurrent_sequences,
             goodput_output_tokens_per_s=round(ev.goodput_output_tokens_per_s, 2),
+            goodput_output_tokens_per_s_p10=round(ev.goodput_output_tokens_per_s * g_lo, 2),
+            goodput_output_tokens_per_s_p90=round(ev.goodput_output_tokens_per_s * g_hi, 2),
             goodput_requests_per_s=round(ev.goodput_requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
             planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
             itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
-            bound=bind.code, binds=bind.text, weights_load_s=round(load_s, 1)),
+            bound=bound_code, binds=binds, weights_load_s=round(load_s, 1),
+            **{f"{m}_{q}_ms": round(at.percentile(m, q), 3) for m, q in _PLANNED_PERCENTILES},
+            simulated_at_goodput_ms=dict(tuned.predicted) if tuned else {},
+            batching=(f"max_num_batched_tokens {tuned.max_num_batched_tokens:,}, max_num_seqs {tuned.max_num_seqs:,}: "
+                      f"the best goodput at the SLO over budgets {BUDGETS[0]:,}–{BUDGETS[-1]:,} (default "
+                      f"{tuned.default_budget:,}), checked by the step-level simulation") if tuned else ""),
     )
     mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store) else "stream"
     pool.per_replica.cold_start_s = round(cold_start(pool, mode).total_s, 1)
     return pool
+
+
+# predicted percentiles at the planned load beside the p95s and means PerReplica always carried
+_PLANNED_PERCENTILES = tuple((m, q) for m in ("ttft", "itl", "tpot", "e2e") for q in ("p50", "p95", "p99")
+                             if (m, q) not in (("ttft", "p95"), ("itl", "p95")))
 
 
 def served_max_model_len(model: ModelArch, w: Any, fit: Any) -> int:
@@ -374,7 +402,14 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
 
     def cheapest(w2: Any, hw2: Any, strat: str) -> Evaluated | None:
         # the demand follows the SLO when tokens/s per user defaults to 1000 / ITL
-        return search(cat, model, w2, hw2, stack.region, strat, demand_of(w2)).best
+        # priced as plan_stack prices it: the finalists' batching flags tuned and simulated
+        from sizing.batching import tune_finalists
+        from sizing.planner import _cost_key
+
+        d2 = demand_of(w2)
+        found = search(cat, model, w2, hw2, stack.region, strat, d2).feasible
+        tuned = tune_finalists(cat, model, w2, d2, found, hw2.redundancy, _cost_key) if found else []
+        return min(tuned, key=_cost_key) if tuned else None
 
     def add(change: str, setting: dict[str, Any], ev: Evaluated | None) -> bool:
         if ev is None:

@@ -65,8 +65,11 @@ def default_goodput_scale() -> GoodputScale | None:
 
 
 def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | None = None,
-               goodput_scale: GoodputScale | None | bool = True) -> Plan:
+               goodput_scale: GoodputScale | None | bool = True, tune_batching: bool = True) -> Plan:
     """Plan a stack: the cheapest feasible deployment, its alternatives and costs.
+
+    `tune_batching`: the cheapest feasible candidates get their max_num_batched_tokens and
+    max_num_seqs tuned and their goodput checked by the step-level simulation (sizing.batching).
 
     `goodput_scale=True` applies the user's calibration overlay if one exists; pass None to ignore it.
     Raises NoFeasiblePlanError with the reason per GPU type and what would make it feasible.
@@ -91,6 +94,11 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     main = search(cat, model, w, hw, stack.region, strat, demand, scale)
     if not main.feasible:
         raise infeasible_error(cat, model, stack, strat, main, demand)
+    if tune_batching:
+        from sizing.batching import tune_finalists
+
+        main = Search(main.strategy, tune_finalists(cat, model, w, demand, main.feasible, hw.redundancy, _cost_key),
+                      main.rejections)
     others = {s: search(cat, model, w, hw, stack.region, s, demand, scale)
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {
         s: Search(s, [e for e in main.feasible if _strategy_of(e) == s], []) for s in ("scale-up", "scale-out")}

@@ -78,13 +78,91 @@ class Traffic(_Strict):
         return self
 
 
+SLO_METRICS = ("ttft", "itl", "tpot", "e2e")
+SLO_PERCENTILES = ("p50", "p90", "p95", "p99")
+_SLO_LIMIT_MS = {"ttft": 3_600_000, "itl": 60_000, "tpot": 60_000, "e2e": 86_400_000}
+
+
+class PercentileTargets(_Strict):
+    """Targets of one latency metric at any of its percentiles, ms (e.g. `{p95: 1000, p99: 2500}`)."""
+
+    p50: float | None = Field(default=None, gt=0, allow_inf_nan=False, description="median, ms")
+    p90: float | None = Field(default=None, gt=0, allow_inf_nan=False, description="90th percentile, ms")
+    p95: float | None = Field(default=None, gt=0, allow_inf_nan=False, description="95th percentile, ms")
+    p99: float | None = Field(default=None, gt=0, allow_inf_nan=False, description="99th percentile, ms")
+
+    @model_validator(mode="after")
+    def _some_and_ordered(self) -> PercentileTargets:
+        given = [(q, v) for q in SLO_PERCENTILES if (v := getattr(self, q)) is not None]
+        if not given:
+            raise ValueError("give at least one percentile target: p50, p90, p95 or p99 (ms)")
+        for (qa, va), (qb, vb) in zip(given, given[1:], strict=False):
+            if va > vb:
+                raise ValueError(f"{qa} target ({va:g} ms) is above the {qb} target ({vb:g} ms); "
+                                 "a higher percentile cannot be faster")
+        return self
+
+    def items(self) -> list[tuple[str, float]]:
+        return [(q, float(v)) for q in SLO_PERCENTILES if (v := getattr(self, q)) is not None]
+
+
 class Slo(_Strict):
-    """Latency targets at the 95th percentile, in milliseconds."""
+    """Latency targets, ms. `ttft_p95_ms` / `itl_p95_ms` are the 95th-percentile targets (the
+    original keys, still read); `ttft`, `itl`, `tpot` (time per output token, per request) and `e2e`
+    (end-to-end latency) take targets at any percentile, e.g. `ttft: {p95: 1000}`, `itl: {p99: 50}`,
+    `tpot: {p50: 30}`. A metric's mapping replaces that metric's p95 key; giving both with different
+    p95 values is an error. Every target listed must hold at the planned load (`targets()`)."""
 
     ttft_p95_ms: float = Field(default=1000.0, gt=0, le=3_600_000, allow_inf_nan=False,
                                description="time to first token, p95, ms")
     itl_p95_ms: float = Field(default=50.0, gt=0, le=60_000, allow_inf_nan=False,
                               description="inter-token latency, p95, ms")
+    ttft: PercentileTargets | None = Field(default=None, description="TTFT targets by percentile, ms")
+    itl: PercentileTargets | None = Field(default=None, description="ITL targets by percentile, ms")
+    tpot: PercentileTargets | None = Field(default=None, description="TPOT targets by percentile, ms")
+    e2e: PercentileTargets | None = Field(default=None, description="end-to-end latency targets by percentile, ms")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mirror_p95(cls, data: object) -> object:
+        """`ttft: {p95: X}` also sets ttft_p95_ms = X (and itl likewise), so that readers of the p95
+        keys see the same target; a clash between the two spellings is an error."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for m in ("ttft", "itl"):
+            sub, key = out.get(m), f"{m}_p95_ms"
+            if isinstance(sub, dict) and sub.get("p95") is not None:
+                if key in out and out[key] != sub["p95"]:
+                    raise ValueError(f"{key} ({out[key]}) and {m}.p95 ({sub['p95']}) disagree; give one of them")
+                out[key] = sub["p95"]
+        return out
+
+    @model_validator(mode="after")
+    def _limits(self) -> Slo:
+        for m in SLO_METRICS:
+            sub = getattr(self, m)
+            for q, v in sub.items() if sub else ():
+                if v > _SLO_LIMIT_MS[m]:
+                    raise ValueError(f"{m}.{q} ({v:g} ms) is above the largest target the planner takes "
+                                     f"({_SLO_LIMIT_MS[m]:,} ms)")
+        return self
+
+    def targets(self) -> tuple[tuple[str, str, float], ...]:
+        """Every (metric, percentile, ms) target that must hold. A metric given as a mapping uses its
+        percentiles; ttft and itl otherwise use their p95 keys."""
+        out: list[tuple[str, str, float]] = []
+        for m in SLO_METRICS:
+            sub = getattr(self, m)
+            if sub is not None:
+                out += [(m, q, v) for q, v in sub.items()]
+            elif m in ("ttft", "itl"):
+                out.append((m, "p95", float(getattr(self, f"{m}_p95_ms"))))
+        return tuple(out)
+
+    def describe(self) -> str:
+        """One line, e.g. "TTFT p95 ≤ 1000 ms, ITL p99 ≤ 50 ms"."""
+        return ", ".join(f"{m.upper()} {q} ≤ {v:g} ms" for m, q, v in self.targets())
 
 
 class WorkloadSpec(_Strict):

@@ -116,6 +116,11 @@ def estimate(
     rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate, requests/s (open loop)"),
     ttft_p95_ms: float | None = typer.Option(None, "--ttft-p95-ms", help="TTFT p95 target, ms (goodput)"),
     itl_p95_ms: float | None = typer.Option(None, "--itl-p95-ms", help="ITL p95 target, ms (goodput)"),
+    simulate: bool = typer.Option(False, "--simulate",
+                                  help="also run the step-level simulation at the same load (sim_* keys)"),
+    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens",
+                                                      help="vLLM chunked-prefill token budget (default: engine's)"),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="vLLM batch limit (default: engine's)"),
     batch: Path | None = typer.Option(None, "--batch",
                                       help="JSONL file, one query per line; prints one JSON line each"),
 ) -> None:
@@ -132,7 +137,8 @@ def estimate(
     fig = memory_figures(model, gpu, tp, pp, precision, kv_cache_dtype, prompt_tokens, output_tokens,
                          engine=engine, catalog=catalog)
     fig.update(perf_figures(load_catalog(catalog), model, gpu, tp, pp, precision, kv_cache_dtype, engine,
-                            prompt_tokens, output_tokens, concurrency, rate, ttft_p95_ms, itl_p95_ms))
+                            prompt_tokens, output_tokens, concurrency, rate, ttft_p95_ms, itl_p95_ms,
+                            simulate, max_num_batched_tokens, max_num_seqs))
     if fmt == TableOrJson.json:
         emit_json(fig)
     else:

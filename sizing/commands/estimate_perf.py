@@ -59,9 +59,14 @@ def parse_concurrency(v: str | int | None) -> int | str | None:
 def perf_figures(cat: Catalog, model: str, gpu: str, tp: int, pp: int, precision: str, kv_cache_dtype: str,
                  engine: str, prompt_tokens: int, output_tokens: int, concurrency: str | int | None = None,
                  rate: float | None = None, ttft_p95_ms: float | None = None,
-                 itl_p95_ms: float | None = None) -> dict[str, Any]:
+                 itl_p95_ms: float | None = None, simulate: bool = False,
+                 max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None) -> dict[str, Any]:
     """Load keys of `llmcap estimate --format json`. No load and no SLO: the largest batch
-    (offline). An SLO without a load: the figures at the goodput point."""
+    (offline). An SLO without a load: the figures at the goodput point. `simulate`: also the
+    step-level simulation's percentiles at the same load (`sim_*` keys; sizing/perf_sim.py)."""
+    for flag, lim in (("--max-num-batched-tokens", max_num_batched_tokens), ("--max-num-seqs", max_num_seqs)):
+        if lim is not None and not 1 <= lim <= 1_000_000:
+            raise SpecError(f"{flag}: must be a whole number from 1 to 1,000,000 (got {lim})")
     if engine not in ENGINES:
         raise SpecError(f"--engine: {engine!r} is not one of {', '.join(ENGINES)}")
     if concurrency is not None and rate is not None:
@@ -74,7 +79,8 @@ def perf_figures(cat: Catalog, model: str, gpu: str, tp: int, pp: int, precision
             raise SpecError("--output-tokens: the performance model needs at least 1 output token")
         return {}
     cfg = ReplicaConfig(model=cat.model(model), gpu=cat.gpu(gpu).name, precision=precision, tp=tp, pp=pp,
-                        kv_cache_dtype=kv_cache_dtype, engine=engine)
+                        kv_cache_dtype=kv_cache_dtype, engine=engine, max_num_seqs=max_num_seqs,
+                        max_num_batched_tokens=max_num_batched_tokens)
     shape = WorkloadShape(prompt_tokens=float(prompt_tokens), output_tokens=float(output_tokens))
     out: dict[str, Any] = {}
     slo = ttft_p95_ms is not None or itl_p95_ms is not None
@@ -92,18 +98,44 @@ def perf_figures(cat: Catalog, model: str, gpu: str, tp: int, pp: int, precision
                     itl_p95_ms if itl_p95_ms is not None else math.inf, "open" if rate is not None else "closed")
         out.update({"binding": b.code, "binds": b.text})
         if n is None and rate is None and g.at is not None:
-            return {**load_keys(g.at), **out}
+            mode = "open" if rate is not None else "closed"
+            sim = _sim_keys(cat, cfg, shape, g.at, mode, g.concurrency, g.requests_per_s) if simulate else {}
+            return {**load_keys(g.at), **out, **sim}
     if rate is not None:
         e = estimate_open_loop(cat, cfg, shape, rate)
     elif isinstance(n, int):
         e = estimate_closed_loop(cat, cfg, shape, n)
     else:
         e = estimate_offline(cat, cfg, shape)
-    return {**load_keys(e), **out}
+    sim = _sim_keys(cat, cfg, shape, e, "open" if rate is not None else "closed" if isinstance(n, int) else "burst",
+                    n if isinstance(n, int) else None, rate) if simulate else {}
+    return {**load_keys(e), **out, **sim}
+
+
+def _sim_keys(cat: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, e: LoadEstimate, mode: str,
+              n: float | None, rate: float | None) -> dict[str, Any]:
+    """The step-level simulation at the same load: closed loop of n, Poisson at rate, or (offline) a
+    burst of twice the largest batch; fixed lengths, seed 0. Percentiles in ms, throughput per replica."""
+    from sizing.perf_sim import MAX_REQUESTS, Arrivals, Lengths, simulate
+
+    if e.max_concurrent_sequences < 1:
+        return {}
+    arr = (Arrivals.closed(max(1, int(n or 1))) if mode == "closed" else Arrivals.poisson(rate or 0.0)
+           if mode == "open" else Arrivals.burst(min(2 * e.max_concurrent_sequences, MAX_REQUESTS)))
+    r = simulate(cat, cfg, Lengths(shape.prompt_tokens), Lengths(shape.output_tokens), arr, seed=0)
+    keys: dict[str, Any] = {"sim_arrivals": f"{arr.kind} {arr.value:g}", "sim_requests": r.requests,
+                            "sim_output_tokens_per_s": _num(r.output_tokens_per_s),
+                            "sim_requests_per_s": _num(r.requests_per_s), "sim_preemptions": r.preemptions,
+                            "sim_mean_running": _num(r.mean_running)}
+    for m in ("ttft", "itl", "tpot", "e2e"):
+        for q in ("p50", "p90", "p95", "p99"):
+            keys[f"sim_{m}_{q}_ms"] = _num(r.percentile(m, q))
+    return keys
 
 
 _QUERY_KEYS = {"model", "gpu", "tp", "pp", "precision", "kv_cache_dtype", "engine", "prompt_tokens",
-               "output_tokens", "concurrency", "rate", "ttft_p95_ms", "itl_p95_ms"}
+               "output_tokens", "concurrency", "rate", "ttft_p95_ms", "itl_p95_ms", "simulate",
+               "max_num_batched_tokens", "max_num_seqs"}
 
 
 def batch_lines(path: Path, catalog: Path | None = None) -> list[dict[str, Any]]:
@@ -138,7 +170,9 @@ def batch_lines(path: Path, catalog: Path | None = None) -> list[dict[str, Any]]
             load = perf_figures(cat, engine=engine, concurrency=q.get("concurrency"),
                                 rate=float(rate) if rate is not None else None,
                                 ttft_p95_ms=q.get("ttft_p95_ms"), itl_p95_ms=q.get("itl_p95_ms"),
-                                **args)  # type: ignore[arg-type]
+                                simulate=bool(q.get("simulate", False)),
+                                max_num_batched_tokens=q.get("max_num_batched_tokens"),
+                                max_num_seqs=q.get("max_num_seqs"), **args)  # type: ignore[arg-type]
             results.append({**mem, **load})
         except LlmcapError as e:
             results.append({"error": "; ".join(e.problems)})

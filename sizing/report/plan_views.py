@@ -106,7 +106,9 @@ def pool_rows(plan: Plan) -> list[list[str]]:
             p.name, p.instance_type, f"{p.gpu} ×{p.gpus_per_instance}", _parallel(p),
             precision_label(p.precision, p.gpu), p.purchase, f"{p.replicas} ({p.redundancy_replicas} spare)",
             f"{p.instances_min}/{p.instances_desired}/{p.instances_max}",
-            f"{r.goodput_output_tokens_per_s:,.0f}",
+            f"{r.goodput_output_tokens_per_s:,.0f}" + (
+                f" ({r.goodput_output_tokens_per_s_p10:,.0f}–{r.goodput_output_tokens_per_s_p90:,.0f})"
+                if r.goodput_output_tokens_per_s_p10 > 0 else ""),
             f"{r.ttft_p95_ms:,.0f} / {ttft:,.0f}", f"{num(r.itl_p95_ms)} / {num(itl)}",
             LABELS.get(r.bound, r.bound), money(p.usd_per_hour, 2),
         ])
@@ -114,8 +116,8 @@ def pool_rows(plan: Plan) -> list[list[str]]:
 
 
 POOL_HEADERS = ["pool", "instance", "GPUs/inst", "parallel", "precision", "purchase", "replicas",
-                "inst min/des/max", "goodput tok/s/replica", "TTFT p95 ms (pred/SLO)", "ITL p95 ms (pred/SLO)",
-                "binds", "$/h"]
+                "inst min/des/max", "goodput tok/s/replica (p10–p90)", "TTFT p95 ms (pred/SLO)",
+                "ITL p95 ms (pred/SLO)", "binds", "$/h"]
 
 
 def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
@@ -127,10 +129,17 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
                       f"each), {p.purchase}; autoscaling {p.instances_min}–{p.instances_max}"),
         ("replicas", f"{plural(p.replicas, 'replica')} of {_parallel(p)} {precision_label(p.precision, p.gpu)} "
                      f"({p.redundancy_replicas} spare)"),
-        ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO"),
+        ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO" + (
+            f" (p10–p90 {num(r.goodput_output_tokens_per_s_p10)}–{num(r.goodput_output_tokens_per_s_p90)}, "
+            "from the model's held-out error)" if r.goodput_output_tokens_per_s_p10 > 0 else "")),
         ("TTFT p95", f"{num(r.ttft_p95_ms)} ms (SLO {num(ttft)} ms)"),
         ("ITL p95", f"{num(r.itl_p95_ms)} ms (SLO {num(itl)} ms)"),
         ("binds", r.binds or LABELS.get(r.bound, r.bound)),
+        *([("batching", f"max_num_batched_tokens {p.vllm.max_num_batched_tokens:,}, max_num_seqs "
+                        f"{p.vllm.max_num_seqs:,}: {r.batching.split(': ', 1)[-1]}")] if r.batching else []),
+        *([("percentiles", f"TTFT p50/p95/p99 {num(r.ttft_p50_ms)}/{num(r.ttft_p95_ms)}/{num(r.ttft_p99_ms)} ms, "
+                           f"ITL {num(r.itl_p50_ms)}/{num(r.itl_p95_ms)}/{num(r.itl_p99_ms)} ms at the planned load")]
+          if r.ttft_p50_ms > 0 else []),
         ("spares", redundancy_line(p).split(": ", 1)[1]),
         ("cold start", cold_start_line(plan, p).split(": ", 1)[1]),
         ("cost", f"{money(p.usd_per_hour, 2)}/h, {money(p.usd_per_hour * HOURS_PER_MONTH)}/month"),

@@ -1,4 +1,4 @@
-# Deployment vllm-g6e-xlarge, container vllm
+# Deployment vllm-p5-4xlarge, container vllm
 vllm serve \
     /models/model \
     --host 0.0.0.0 \
@@ -7,10 +7,10 @@ vllm serve \
     --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
     --max-model-len 8192 \
-    --max-num-seqs 210 \
-    --max-num-batched-tokens 8192 \
+    --max-num-seqs 256 \
+    --max-num-batched-tokens 512 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
     --enable-prefix-caching \
-    --quantization awq_marlin
+    --quantization fp8

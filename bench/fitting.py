@@ -1,0 +1,93 @@
+"""The fit shared by bench/calibrate.py and bench/accuracy.py: bounded, prior-regularised robust
+least squares (scipy) on log(predicted / measured) over the calibration rows.
+
+Each (source, metric group) counts equally (a source with 525 rows weighs no more than one with
+9); each constant is pulled towards its prior by log(value / prior) / sigma, so a constant no
+remaining row pins (a source held out) falls back to its prior instead of drifting. Rows of one
+scenario share one estimate, so one evaluation of all 2,133 rows costs ~700 estimates.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.calib_rows import CalRow, estimate, metric_group, predict_from, scenario_key  # noqa: E402
+from sizing import perf  # noqa: E402
+from sizing.catalog import Catalog  # noqa: E402
+from sizing.perf_calibration import PARAMS, calibration_from_dict, override_calibration  # noqa: E402
+
+NAMES = list(PARAMS)
+PRIOR_WEIGHT = 0.15  # strength of the prior penalty relative to one (source, group)'s mean residual
+
+
+def use(values: dict[str, float]) -> None:
+    override_calibration(calibration_from_dict({"parameters": values}))
+    perf.clear_caches()
+
+
+def predictions(catalog: Catalog, rows: list[CalRow], values: dict[str, float]) -> np.ndarray:
+    use(values)
+    cache: dict[tuple[object, ...], object] = {}
+    out = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        k = scenario_key(r)
+        e = cache.get(k)
+        if e is None:
+            e = cache[k] = estimate(catalog, r)
+        out[i] = predict_from(r, e)  # type: ignore[arg-type]
+    return out
+
+
+def _weights(rows: list[CalRow]) -> np.ndarray:
+    groups: dict[tuple[str, str], int] = defaultdict(int)
+    for r in rows:
+        groups[(r.source, metric_group(r.metric))] += 1
+    n_groups = len(groups)
+    return np.array([1.0 / math.sqrt(groups[(r.source, metric_group(r.metric))] * n_groups) for r in rows])
+
+
+def fit(catalog: Catalog, rows: list[CalRow], max_nfev: int = 400) -> tuple[dict[str, float], float]:
+    """Fitted values (name -> value) and the final cost. Starts from the priors."""
+    meas = np.log(np.array([r.value for r in rows]))
+    w = _weights(rows)
+    prior = np.log([PARAMS[n].prior for n in NAMES])
+    sig = np.array([PARAMS[n].sigma for n in NAMES])
+    lo = np.log([PARAMS[n].lo for n in NAMES])
+    hi = np.log([PARAMS[n].hi for n in NAMES])
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        vals = dict(zip(NAMES, np.exp(x), strict=True))
+        pred = np.log(np.maximum(predictions(catalog, rows, vals), 1e-9))
+        return np.concatenate([w * np.clip(pred - meas, -3, 3), PRIOR_WEIGHT * (x - prior) / sig / math.sqrt(len(x))])
+
+    res = least_squares(resid, prior, bounds=(lo, hi), loss="soft_l1", f_scale=0.05, x_scale=1.0,
+                        diff_step=1e-3, max_nfev=max_nfev, xtol=1e-4, ftol=1e-5)
+    vals = dict(zip(NAMES, (float(v) for v in np.exp(res.x)), strict=True))
+    return vals, float(res.cost)
+
+
+def pinned_by(catalog: Catalog, rows: list[CalRow], values: dict[str, float]) -> dict[str, list[str]]:
+    """For each constant, the sources whose predictions move most when it moves (+10 %): the rows
+    that pin it. Sources that move by < 0.5 % are left out."""
+    base = predictions(catalog, rows, values)
+    out: dict[str, list[str]] = {}
+    for n in NAMES:
+        bumped = dict(values)
+        bumped[n] = values[n] * 1.1
+        d = np.abs(np.log(predictions(catalog, rows, bumped) / base))
+        per: dict[str, list[float]] = defaultdict(list)
+        for r, x in zip(rows, d, strict=True):
+            per[r.source].append(float(x))
+        moved = sorted(((statistics.fmean(v), s) for s, v in per.items() if statistics.fmean(v) > 0.005), reverse=True)
+        out[n] = [f"{s} ({m:.1%})" for m, s in moved[:4]]
+    use(values)
+    return out

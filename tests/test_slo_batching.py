@@ -1,0 +1,123 @@
+"""SLOs at any percentile (llmcap:workload.slo) and the planner's batching flags (sizing/batching.py):
+targets parse with one-line errors naming the field, the old p95 keys still read, goodput honours
+every target, the plan reports p50/p95/p99 and the flags it chose, and says what binds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sizing.catalog import load_catalog
+from sizing.cli import app
+from sizing.perf import ReplicaConfig, WorkloadShape, goodput
+from sizing.planner import plan_stack
+from sizing.spec import Slo
+from sizing.stack import load_stack
+
+CAT = load_catalog()
+runner = CliRunner()
+STACK = """\
+config:
+  aws:region: us-east-1
+  llmcap:workload:
+    model: meta-llama/Meta-Llama-3-8B-Instruct
+    precision: [fp8, bf16]
+    prompt_tokens: 1024
+    output_tokens: 512
+    traffic:
+      concurrent_users: 100
+    slo:
+{slo}
+  llmcap:hardware:
+    gpus: [H100-SXM, L40S]
+"""
+
+
+def _stack(tmp_path: Path, slo: str) -> Path:
+    p = tmp_path / "Pulumi.t.yaml"
+    p.write_text(STACK.format(slo="\n".join("      " + line for line in slo.splitlines())))
+    return p
+
+
+def test_old_p95_keys_still_read_and_mean_the_same_targets() -> None:
+    old = Slo.model_validate({"ttft_p95_ms": 800, "itl_p95_ms": 30})
+    new = Slo.model_validate({"ttft": {"p95": 800}, "itl": {"p95": 30}})
+    assert old.targets() == new.targets() == (("ttft", "p95", 800.0), ("itl", "p95", 30.0))
+    assert (new.ttft_p95_ms, new.itl_p95_ms) == (800.0, 30.0)
+
+
+def test_any_percentile_of_any_metric(tmp_path: Path) -> None:
+    st = load_stack(_stack(tmp_path, "ttft: {p99: 2000}\nitl: {p50: 20, p99: 60}\ntpot: {p50: 30}\ne2e: {p95: 30000}"))
+    assert st.workload.slo.targets() == (("ttft", "p99", 2000.0), ("itl", "p50", 20.0), ("itl", "p99", 60.0),
+                                         ("tpot", "p50", 30.0), ("e2e", "p95", 30000.0))
+
+
+@pytest.mark.parametrize(("slo", "line"), [
+    ("ttft: {p96: 1000}", "llmcap:workload.slo.ttft.p96: unknown key"),
+    ("itl: {}", "llmcap:workload.slo.itl: give at least one percentile target"),
+    ("itl: {p50: 80, p99: 50}", "llmcap:workload.slo.itl: p50 target (80 ms) is above the p99 target"),
+    ("tpot: {p50: -3}", "llmcap:workload.slo.tpot.p50: Input should be greater than 0"),
+    ("ttft_p95_ms: 900\nttft: {p95: 800}", "llmcap:workload.slo: ttft_p95_ms (900) and ttft.p95 (800) disagree"),
+])
+def test_bad_targets_give_one_line_naming_the_field(tmp_path: Path, slo: str, line: str) -> None:
+    r = runner.invoke(app, ["validate", str(_stack(tmp_path, slo))])
+    assert r.exit_code == 2, r.output
+    assert line in r.output and "Traceback" not in r.output
+
+
+def test_goodput_honours_a_p99_itl_target_and_a_tighter_one_gives_less() -> None:
+    cfg = ReplicaConfig(CAT.model("llama-3.1-8b-instruct"), "H100-SXM", "fp8")
+    shape = WorkloadShape(1024, 512)
+    loose = goodput(CAT, cfg, shape, 1000, 50, targets=(("ttft", "p95", 1000.0), ("itl", "p99", 50.0)))
+    tight = goodput(CAT, cfg, shape, 1000, 50, targets=(("ttft", "p95", 1000.0), ("itl", "p99", 25.0)))
+    assert loose.feasible and tight.feasible
+    assert tight.at is not None and tight.at.itl_p99_ms <= 25.0
+    assert tight.output_tokens_per_s < loose.output_tokens_per_s
+
+
+def test_plan_reports_percentiles_tuned_flags_and_what_binds(tmp_path: Path) -> None:
+    st = load_stack(_stack(tmp_path, "ttft: {p95: 1000}\nitl: {p95: 25}"))
+    plan = plan_stack(st, goodput_scale=None)
+    pool = plan.pools[0]
+    r = pool.per_replica
+    assert 0 < r.ttft_p50_ms <= r.ttft_p95_ms <= r.ttft_p99_ms
+    assert 0 < r.itl_p50_ms <= r.itl_p95_ms <= r.itl_p99_ms
+    assert 0 < r.e2e_p50_ms <= r.e2e_p95_ms <= r.e2e_p99_ms
+    assert r.simulated_at_goodput_ms["itl_p95_ms"] <= 25.0 and r.simulated_at_goodput_ms["ttft_p95_ms"] <= 1000.0
+    assert "max_num_batched_tokens" in r.batching and pool.vllm.max_num_batched_tokens in (
+        512, 1024, 2048, 4096, 8192, 16384)
+    assert r.bound in ("itl-tail", "ttft-queueing", "kv-capacity", "engine-limit") and r.binds
+    untuned = plan_stack(st, goodput_scale=None, tune_batching=False)
+    assert untuned.pools[0].per_replica.batching == "" and untuned.pools[0].vllm.max_num_batched_tokens == 8192
+
+
+def test_a_tight_itl_tail_chooses_a_smaller_prefill_budget(tmp_path: Path) -> None:
+    # long prompts, short outputs, an ITL p99 target: whole-prompt chunks in a step break the tail
+    p = _stack(tmp_path, "ttft: {p95: 3000}\nitl: {p99: 30}")
+    p.write_text(p.read_text().replace("prompt_tokens: 1024", "prompt_tokens: 6000")
+                 .replace("output_tokens: 512", "output_tokens: 200").replace("[H100-SXM, L40S]", "[H100-SXM]"))
+    st = load_stack(p)
+    plan = plan_stack(st, goodput_scale=None)
+    r = plan.pools[0].per_replica
+    assert plan.pools[0].vllm.max_num_batched_tokens < 8192, r.batching
+    assert r.simulated_at_goodput_ms["itl_p99_ms"] <= 30.0
+    untuned = plan_stack(st, goodput_scale=None, tune_batching=False)
+    assert plan.totals.usd_per_month < untuned.totals.usd_per_month
+
+
+def test_estimate_simulates_at_the_same_load_and_takes_the_flags() -> None:
+    import json
+
+    base = ["estimate", "--model", "llama-3.1-8b-instruct", "--gpu", "H100-SXM", "--precision", "fp8",
+            "--concurrency", "32", "--format", "json"]
+    r = runner.invoke(app, [*base, "--simulate", "--max-num-batched-tokens", "1024"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["sim_arrivals"] == "closed 32" and d["sim_ttft_p50_ms"] <= d["sim_ttft_p99_ms"]
+    assert d["sim_output_tokens_per_s"] == pytest.approx(d["output_tokens_per_s"], rel=0.12)
+    plain = json.loads(runner.invoke(app, base).output)
+    assert "sim_itl_p95_ms" not in plain
+    bad = runner.invoke(app, [*base, "--max-num-batched-tokens", "0"])
+    assert bad.exit_code == 2 and "--max-num-batched-tokens: must be" in bad.output
