@@ -333,6 +333,24 @@ def max_num_seqs_below_concurrency(fit: FitContext) -> Iterator[FitProblem]:
                              SRC_PLAN)
 
 
+# vLLM 0.33.0, vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: "max_num_batched_tokens
+# ({...}) must be greater than or equal to max_num_seqs ({...})" (ValueError at engine start), and with
+# chunked prefill off "max_num_batched_tokens ... is smaller than max_model_len" (llmcap never turns it off:
+# enable_chunked_prefill defaults to True there).
+SRC_VLLM_SCHEDULER = "vllm 0.33.0 wheel, vllm/config/scheduler.py SchedulerConfig.verify_max_model_len"
+
+
+@fit_rule("vllm-flags-rejected")
+def vllm_flags_rejected(fit: FitContext) -> Iterator[FitProblem]:
+    for p in fit.plan.pools:
+        v = p.vllm
+        if v.max_num_batched_tokens < v.max_num_seqs:
+            yield FitProblem("vllm-flags-rejected", p.name,
+                             f"--max-num-batched-tokens {v.max_num_batched_tokens:,} is below --max-num-seqs "
+                             f"{v.max_num_seqs:,}, which vLLM refuses at start; re-plan (llmcap plan --write)",
+                             SRC_VLLM_SCHEDULER)
+
+
 @fit_rule("capacity-below-demand")
 def capacity_below_demand(fit: FitContext) -> Iterator[FitProblem]:
     t = fit.plan.totals

@@ -90,6 +90,10 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     binds = (f"{tuned.binds}; {regime}" if tuned.bound_code and regime.startswith("decode steps") else
              f"{bind.text}; {tuned.binds}") if tuned and tuned.binds else bind.text
     g_lo, g_hi = load_calibration().goodput_range  # p10/p90 of held-out measured / predicted
+    # the tuned batch (or the engine default) within the KV capacity, and never below the planned
+    # concurrency (issue 18 item 7: the rendered flag admits the planned load)
+    max_num_seqs = max(1, math.ceil(at.concurrency - 1e-9),
+                       min(ev.fit.max_concurrent_sequences, tuned.max_num_seqs if tuned else eng.default_max_num_seqs))
     pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
@@ -106,12 +110,10 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
             pipeline_parallel_size=c.pp, max_model_len=served_max_model_len(model, w, ev.fit),
-            # the tuned batch (or the engine default) within the KV capacity, and never below the planned
-            # concurrency (issue 18 item 7: the rendered flag admits the planned load)
-            max_num_seqs=max(1, math.ceil(at.concurrency - 1e-9),
-                             min(ev.fit.max_concurrent_sequences,
-                                 tuned.max_num_seqs if tuned else eng.default_max_num_seqs)),
-            max_num_batched_tokens=tuned.max_num_batched_tokens if tuned else eng.default_max_num_batched_tokens,
+            max_num_seqs=max_num_seqs,
+            # vLLM refuses a token budget below max_num_seqs (vllm/config/scheduler.py verify_max_model_len)
+            max_num_batched_tokens=max(tuned.max_num_batched_tokens if tuned else eng.default_max_num_batched_tokens,
+                                       max_num_seqs),
             gpu_memory_utilization=ev.fit.gpu_memory_utilization,
             quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
             enable_prefix_caching=True),

@@ -39,14 +39,18 @@ def test_no_verdict_compares_equal_printed_percentages() -> None:
     assert "(vs 10%)" in text
 
 
+# one GPU type and one precision: `mixed` finds no cheaper mix than scale-out's single pool
+ONE_POOL = ("--set", 'hardware.gpus=["L40S"]', "--set", "workload.precision=int4-awq")
+
+
 def test_identical_options_are_shown_as_identical() -> None:
-    code, out = _run(S["dev"], "--strategies", "scale-out,mixed", "--format", "json")
+    code, out = _run(S["dev"], *ONE_POOL, "--strategies", "scale-out,mixed", "--format", "json")
     assert code == 0
     doc = json.loads(out)
     mixed = next(o for o in doc["options"] if o["label"] == "mixed")
     assert mixed["same_as"] == "scale-out"
     assert "identical deployment" in doc["reason"] and "loses less capacity" not in doc["reason"]
-    _, table = _run(S["dev"], "--strategies", "scale-out,mixed")
+    _, table = _run(S["dev"], *ONE_POOL, "--strategies", "scale-out,mixed")
     assert "identical to scale-out" in table
 
 

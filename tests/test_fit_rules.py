@@ -6,6 +6,7 @@ as `llmcap catalog refresh` writes one) or a hand-built plan."""
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -158,6 +159,22 @@ def test_max_num_seqs_below_planned_concurrency() -> None:
     p = _pool()
     p = p.model_copy(update={"per_replica": p.per_replica.model_copy(update={"planned_concurrency": 80.0})})
     assert "max-num-seqs-below-concurrency" in _check(make_plan([p], stack="scaleout-l4"))
+
+
+def test_batched_tokens_below_max_num_seqs_is_refused() -> None:
+    """vLLM 0.33.0 (vllm/config/scheduler.py verify_max_model_len) raises when max_num_batched_tokens <
+    max_num_seqs: the pod would crash-loop on start."""
+    p = _pool()
+    p = p.model_copy(update={"vllm": p.vllm.model_copy(update={"max_num_seqs": 600, "max_num_batched_tokens": 512})})
+    assert "vllm-flags-rejected" in _check(make_plan([p], stack="scaleout-l4"))
+
+
+def test_bundled_plans_pass_vllms_own_flag_checks() -> None:
+    for f in sorted((ROOT / "stacks").glob("Pulumi.*.plan.json")):
+        plan = json.loads(f.read_text())["plan"]
+        for pool in plan["pools"]:
+            v = pool["vllm"]
+            assert v["max_num_batched_tokens"] >= v["max_num_seqs"], (f.name, pool["name"])
 
 
 def test_capacity_below_demand() -> None:
