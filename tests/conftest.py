@@ -19,3 +19,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden")) or os.environ.get("LLMCAP_UPDATE_GOLDEN") == "1"
+
+
+# CI (`CI=true`, as .ci/run runs) explores a fixed sequence of examples, so a landing never depends on the
+# draw; local runs keep hypothesis's random search (and its example database), which is where new
+# counterexamples are found and then pinned as tests.
+from hypothesis import settings as _hyp_settings  # noqa: E402
+
+_hyp_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    _hyp_settings.load_profile("ci")

@@ -210,7 +210,8 @@ class Tally:
     slowest_s: float = 0.0
     slowest: str = ""
     seconds: float = 0.0
-    peak_rss_kib: int = 0
+    peak_rss_kib: int = 0  # this process's high-water mark (it includes whatever ran before the fuzz)
+    rss_growth_kib: int = 0  # how far the fuzz itself raised that mark
     subprocess_runs: int = 0
     subprocess_peak_rss_kib: int = 0
     subprocess_over_limit: list[str] = field(default_factory=list)
@@ -285,6 +286,7 @@ def run_cases(tmp: Path, seed: int, n: int, progress: Callable[[int], None] | No
 
     load_catalog()  # warm the catalog once, as a long-lived process would
     t = Tally()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     old = signal.signal(signal.SIGALRM, _on_alarm)
     t0 = time.monotonic()
     f = tmp / "Pulumi.fuzz.yaml"
@@ -336,6 +338,7 @@ def run_cases(tmp: Path, seed: int, n: int, progress: Callable[[int], None] | No
         signal.signal(signal.SIGALRM, old)
     t.seconds = time.monotonic() - t0
     t.peak_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t.rss_growth_kib = t.peak_rss_kib - rss_before
     return t
 
 
@@ -429,7 +432,8 @@ def report(t: Tally) -> str:
         ("seconds by kind", ", ".join(f"{k} {v:.1f}" for k, v in sorted(t.seconds_by.items()))),
         ("slowest case", f"{t.slowest_s:.2f} s ({t.slowest})"),
         ("in-process wall time", f"{t.seconds:.1f} s ({1000 * t.seconds / max(n, 1):.1f} ms per file)"),
-        ("peak RSS of this process", f"{t.peak_rss_kib / 1024:.0f} MiB (every in-process run is below it)"),
+        ("peak RSS of this process", f"{t.peak_rss_kib / 1024:.0f} MiB (every in-process run is below it); "
+                                     f"raised by the fuzz: {t.rss_growth_kib / 1024:.0f} MiB"),
         ("CliRunner sample", f"{t.cli_runs} runs"),
         ("subprocess sample", f"{t.subprocess_runs} runs, peak RSS {t.subprocess_peak_rss_kib / 1024:.0f} MiB, "
                               f"{len(t.subprocess_over_limit)} over 1 GiB"),

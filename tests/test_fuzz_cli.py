@@ -38,5 +38,7 @@ def test_generated_stack_files_never_traceback_hang_or_blow_up(tmp_path: Path) -
     print("\n" + report(t))
     assert sum(t.cases.values()) >= FILES
     assert t.tracebacks == [] and t.hangs == [] and t.bad_errors == [] and t.invariant_failures == []
-    assert t.peak_rss_kib < RSS_LIMIT_KIB and t.subprocess_over_limit == []
+    # in process: no file may raise the high-water mark by 1 GiB (the process's own mark also holds every
+    # test that ran before in the same pytest run); each subprocess run stays under 1 GiB on its own
+    assert t.rss_growth_kib < RSS_LIMIT_KIB and t.subprocess_over_limit == []
     assert t.planned > 0 and t.subprocess_runs == 4 and t.cli_runs == 40

@@ -86,8 +86,8 @@ def parse(schema: type[C], c: dict[str, Any], name: str) -> C:
         if err["type"] == "missing":
             msg = f"missing (the {c.get('model_type')} reader needs it)"
         elif "input" in err and err["type"] not in ("value_error",):
-            msg = f"{msg} (got {str(err['input'])[:40]})"
-        raise ArchitectureError(f"model config {name}: {loc}: {msg}") from None
+            msg = f"{msg} (got {str(err['input'])[:40]!r})"  # repr: a value with a newline stays one line
+        raise ArchitectureError(" ".join(f"model config {name}: {loc}: {msg}".split("\n"))) from None
 
 
 # --- parameter counts (exact tensors) -------------------------------------------------------
