@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sizing.errors import SpecError
+from sizing.user_files import atomic_write_text
 
 OVERLAY_SCHEMA_VERSION = 1
 ENV_VAR = "LLMCAP_CALIBRATION_OVERLAY"
@@ -93,26 +93,6 @@ class Overlay(BaseModel):
         atomic_write_text(p, self.model_dump_json(indent=2) + "\n")
         self.path = str(p)
         return p
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `path` so a reader sees the old file or the new one whole, never a part: a temporary
-    file of its own (unique name) in the same directory, fsync, rename over, fsync the directory."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 @contextmanager

@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sizing.catalog import USER_CACHE_DIR
+from sizing.user_files import atomic_write_text
 
 CACHE_DIR = USER_CACHE_DIR.parent / "checkpoints"
 METADATA_SOURCE = "safetensors metadata (huggingface_hub get_safetensors_metadata)"
@@ -70,16 +70,7 @@ def _save(meta: CheckpointMetadata) -> None:
     rename over the old entry. A reader sees the old entry or the new one, never half."""
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     path = _cache_path(meta.repo_id, meta.revision)
-    fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({**meta.__dict__, "source": METADATA_SOURCE}, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps({**meta.__dict__, "source": METADATA_SOURCE}, indent=1, sort_keys=True))
 
 
 def _from_hub(repo_id: str, revision: str) -> CheckpointMetadata:

@@ -444,8 +444,8 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
             continue
         fmt = cat.precision(prec)
         needs_ckpt = fmt.needs_prequantized_checkpoint and prec not in w.checkpoints
-        placeholder = f"<{prec} checkpoint of {model.hf_id}>"
-        extra = {"checkpoints": {**w.checkpoints, prec: placeholder}} if needs_ckpt else {}
+        unnamed_checkpoint = f"<{prec} checkpoint of {model.hf_id}>"
+        extra = {"checkpoints": {**w.checkpoints, prec: unnamed_checkpoint}} if needs_ckpt else {}
         w2 = w.model_copy(update={"precision": list(dict.fromkeys(w.precisions + [prec])), **extra})
         ev = cheapest(w2, hw, strategy)
         if ev is not None and ev.cand.precision == prec:
@@ -453,7 +453,7 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
             if needs_ckpt:
                 change = (f"{prec} with a pre-quantized checkpoint (set llmcap:workload.checkpoints.{prec} to its "
                           "Hugging Face id)")
-                setting[f"workload.checkpoints.{prec}"] = placeholder
+                setting[f"workload.checkpoints.{prec}"] = unnamed_checkpoint
             elif prec in w.checkpoints:
                 change = f"allow precision {prec} (checkpoint {w.checkpoints[prec]})"
             else:

@@ -37,6 +37,7 @@ from sizing.catalog import BUNDLED_DIR, CATALOG_FILES, Catalog, Instance, ModelA
 from sizing.errors import SpecError
 from sizing.plan import Plan
 from sizing.stack import Stack
+from sizing.user_files import atomic_write_text
 
 SAVED_PLAN_VERSION = 1
 SUFFIX = ".plan.json"
@@ -183,23 +184,9 @@ def make_saved_plan(stack_file: str | Path, stack: Stack, plan: Plan, catalog: C
 
 
 def write_saved_plan(saved: SavedPlan, path: Path) -> Path:
-    """Write atomically (a unique temporary file in the same folder, then rename)."""
-    import tempfile
-
+    """Write atomically (sizing.user_files.atomic_write_text), with the usual mode of a committed file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    umask = os.umask(0o022)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # a committed file: the usual mode, not mkstemp's 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(saved.to_json())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, saved.to_json(), usual_mode=True)
     return path
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from sizing.errors import SpecError
@@ -51,3 +52,28 @@ def read_user_file(path: str | Path, what: str, hint: str = "", max_bytes: int =
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str, usual_mode: bool = False) -> None:
+    """Write `path` so a reader sees the old file or the new one whole, never a part: a temporary
+    file of its own (unique name) in the same directory, fsync, rename over, fsync the directory.
+    `usual_mode`: the umask's mode (a file people commit), not mkstemp's 0600."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        if usual_mode:
+            umask = os.umask(0o022)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
