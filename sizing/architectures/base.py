@@ -21,6 +21,7 @@ Dim = Annotated[int, Field(gt=0, le=1_048_576)]
 Heads = Annotated[int, Field(gt=0, le=65_536)]
 Layers = Annotated[int, Field(gt=0, le=100_000)]
 Count = Annotated[int, Field(ge=0, le=1_000_000)]
+Experts = Annotated[int, Field(gt=0, le=100_000)]  # experts per layer, or experts a token is routed to
 Vocab = Annotated[int, Field(gt=0, le=100_000_000)]
 Positions = Annotated[int, Field(gt=0, le=1_000_000_000)]
 

@@ -33,6 +33,7 @@ from sizing.architectures.base import (
     Count,
     Counts,
     Dim,
+    Experts,
     embeddings,
     glu_mlp,
     gqa_attention,
@@ -43,7 +44,6 @@ from sizing.architectures.base import (
 
 MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe")
 
-Experts = Annotated[int, Field(gt=0, le=100_000)]
 
 
 class _ExpertFields(BaseConfig):

@@ -24,6 +24,7 @@ from sizing.architectures.base import (
     ArchitectureError,
     BaseConfig,
     Counts,
+    Experts,
     embeddings,
     gqa_attention,
     layers_of_kind,
@@ -36,7 +37,6 @@ MODEL_TYPES = ("gpt_oss",)
 
 MXFP4_BITS_PER_WEIGHT = 4 + 8 / 32  # E2M1 element + one E8M0 scale per 32-element block
 
-Experts = Annotated[int, Field(gt=0, le=100_000)]
 
 
 class GptOssConfig(BaseConfig):

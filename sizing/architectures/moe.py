@@ -27,6 +27,7 @@ from sizing.architectures.base import (
     Count,
     Counts,
     Dim,
+    Experts,
     embeddings,
     glu_mlp,
     gqa_attention,
@@ -36,7 +37,6 @@ from sizing.architectures.base import (
 
 MODEL_TYPES = ("mixtral", "qwen3_moe", "qwen2_moe", "llama4_text")
 
-Experts = Annotated[int, Field(gt=0, le=100_000)]
 
 
 class MixtralConfig(BaseConfig):
