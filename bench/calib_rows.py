@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sizing.catalog import Catalog
-from sizing.perf import (
+from sizing.catalog.lookup import Catalog
+from sizing.perf.load import (
     LoadEstimate,
     ReplicaConfig,
     WorkloadShape,
@@ -65,7 +65,7 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                       "multi-step run (N/2 steps) before its prefill is scheduled",
     "tgi_time_per_token": "TGI time_per_token = (prefill + decode time) / generated tokens, without queueing",
     "burst": "request_rate inf with num_prompts N (GPUStack pages, gpustackq's 1,000 prompts) is a finite burst of "
-             "N prompts sent at once (sizing.perf.estimate_burst), not an endless offline steady state",
+             "N prompts sent at once (sizing.perf.load.estimate_burst), not an endless offline steady state",
     "sharegpt_tail": {"prompt_p95_over_mean": 3.0, "output_p95_over_mean": 3.0,
                       "why": "ShareGPT lengths are long-tailed; the sources give means only. p95 = 3 x mean is ASSUMED "
                              "(it sets the burst's drain and the prompt-length spread of TTFT percentiles)"},
@@ -89,7 +89,7 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "default prefix caching (V1) and SGLang's RadixAttention serve all but the question from cache; "
                "the measured TTFT at concurrency 1 (41-120 ms on one L4) is below what computing 1,650 tokens "
                "takes even at the L4's full datasheet FP16 peak (~190 ms)"},
-    "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf "
+    "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }

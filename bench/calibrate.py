@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.accuracy import goodput_range, held_out, summarize  # noqa: E402
 from bench.calib_rows import BENCHMARK_ASSUMPTIONS, load_rows  # noqa: E402
 from bench.fitting import PRIOR_WEIGHT, fit, pinned_by, predictions  # noqa: E402
-from sizing.catalog import load_catalog  # noqa: E402
-from sizing.perf_calibration import CALIBRATION_FILE, PARAMS, override_calibration  # noqa: E402
+from sizing.catalog.lookup import load_catalog  # noqa: E402
+from sizing.perf.calibration import CALIBRATION_FILE, PARAMS, override_calibration  # noqa: E402
 
 
 def _round(d: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
                      "at_bound": bool(abs(v - spec.lo) < 1e-3 * spec.lo or abs(v - spec.hi) < 1e-3 * spec.hi)}
     headline = hold.get("median_of_source_medians", {})
     doc = {
-        "what": "fitted constants of the performance model (sizing/perf_step.py, sizing/perf.py); written by "
+        "what": "fitted constants of the performance model (sizing/perf/step.py, sizing/perf/load.py); written by "
                 "bench/calibrate.py, do not edit by hand",
         "fitted_on": dt.date.today().isoformat(),
         "source_file": "../shared/calibration/perf_points.csv + perf_points_2026.csv (published benchmarks; see "

@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 def main() -> int:
     from hypothesis import HealthCheck, given, seed, settings
 
-    from sizing.catalog import load_catalog
+    from sizing.catalog.lookup import load_catalog
     from tests.fit_fuzz_support import Outcome, evaluate, stack_configs, tally
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sizing import perf  # noqa: E402
-from sizing.catalog import load_catalog  # noqa: E402
-from sizing.perf import (  # noqa: E402
+from sizing.catalog.lookup import load_catalog  # noqa: E402
+from sizing.perf import load as perf  # noqa: E402
+from sizing.perf.load import (  # noqa: E402
     ReplicaConfig,
     WorkloadShape,
     estimate_closed_loop,

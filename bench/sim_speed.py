@@ -1,4 +1,4 @@
-"""How long one step-level simulation takes (sizing/perf_sim.py; target < 100 ms per estimate).
+"""How long one step-level simulation takes (sizing/perf/sim.py; target < 100 ms per estimate).
 
 Prints, per arrival process, the mean and worst wall time (and the mean CPU time) in ms over a set of configurations
 (models × GPUs × precisions), the requests and scheduler iterations of the slowest run, and the
@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sizing import perf_sim  # noqa: E402
-from sizing.catalog import load_catalog  # noqa: E402
-from sizing.perf import ReplicaConfig, WorkloadShape, _ctx  # noqa: E402
-from sizing.perf_sim import Arrivals, Lengths, simulate  # noqa: E402
+from sizing.catalog.lookup import load_catalog  # noqa: E402
+from sizing.perf import sim as perf_sim  # noqa: E402
+from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx  # noqa: E402
+from sizing.perf.sim import Arrivals, Lengths, simulate  # noqa: E402
 
 CONFIGS = (("llama-3.1-8b-instruct", "L4", "fp8", 1), ("llama-3.1-8b-instruct", "H100-SXM", "fp8", 1),
            ("mixtral-8x7b-instruct", "H100-SXM", "bf16", 2), ("llama-3.1-70b-instruct", "A100-80GB", "bf16", 4),

@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sizing.catalog import load_catalog  # noqa: E402
-from sizing.compare import Option, parse_sweep, run_sweep  # noqa: E402
+from sizing.analysis.compare import Option, parse_sweep, run_sweep  # noqa: E402
+from sizing.catalog.lookup import load_catalog  # noqa: E402
 from sizing.stack import load_stack  # noqa: E402
 
 TARGET_S = 5.0

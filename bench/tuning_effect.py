@@ -1,8 +1,8 @@
-"""What tuning the batching flags does to each bundled stack's plan (sizing/batching.py).
+"""What tuning the batching flags does to each bundled stack's plan (sizing/planning/batching.py).
 
 Prints, per stack, the cheapest plan with vLLM's default max_num_batched_tokens / max_num_seqs
 (analytic model only) beside the plan whose finalists had their flags tuned and their goodput
-checked by the step-level simulation (sizing/perf_sim.py): instance, replicas, $/month, goodput
+checked by the step-level simulation (sizing/perf/sim.py): instance, replicas, $/month, goodput
 per replica (output tokens/s), the chosen budget and what binds.
 
 Usage: python bench/tuning_effect.py [STACK ...]
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sizing.errors import LlmcapError  # noqa: E402
-from sizing.planner import plan_stack  # noqa: E402
+from sizing.planning.planner import plan_stack  # noqa: E402
 from sizing.stack import load_stack  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """Pulumi entry point (`main: infra/` in Pulumi.yaml): read `llmcap:*` config once, validate it,
-load the stack's SAVED plan (`llmcap plan stacks/Pulumi.<env>.yaml --write`, see sizing/saved_plan.py),
+load the stack's SAVED plan (`llmcap plan stacks/Pulumi.<env>.yaml --write`, see sizing/planning/saved_plan.py),
 build the components, export the plan summary.
 
 It never re-plans: the catalog cache and calibration overlay of the machine running `pulumi up`
@@ -21,10 +21,10 @@ import pulumi  # noqa: E402
 
 from infra.fit import NotDeployable  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
+from sizing.catalog.weights_source import require_weights_source  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
-from sizing.saved_plan import PinnedCatalog, require_saved_plan, saved_plan_path  # noqa: E402
+from sizing.planning.saved_plan import PinnedCatalog, require_saved_plan, saved_plan_path  # noqa: E402
 from sizing.stack import NAMESPACE, stack_from_config  # noqa: E402
-from sizing.weights_source import require_weights_source  # noqa: E402
 
 CONFIG_OBJECTS = ("workload", "hardware", "deployment")
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sizing.errors import LlmcapError
 
 if TYPE_CHECKING:  # types only; importing them at runtime is fine too, they are pure sizing/ modules
-    from sizing.catalog import Catalog
+    from sizing.catalog.lookup import Catalog
     from sizing.plan import Plan
     from sizing.stack import Stack
 

@@ -3,8 +3,8 @@
 Each rule is a function of a FitContext registered with `@fit_rule` (infra/fit.py); it reads the
 Plan and the objects the program WOULD render (infra/serving.py builds them without pulumi), and
 yields one FitProblem per violation, with the fix in the same line. The figures come from data rows
-with their sources: node allocatable (sizing/allocatable.py: node_allocatable.csv, node_daemonsets.csv),
-checkpoint sizes (sizing/checkpoint.py: checkpoints.csv), EKS-disallowed AZ IDs
+with their sources: node allocatable (sizing/planning/allocatable.py: node_allocatable.csv, node_daemonsets.csv),
+checkpoint sizes (sizing/perf/checkpoint.py: checkpoints.csv), EKS-disallowed AZ IDs
 (infra/data/eks_disallowed_az_ids.csv), LWS placement (kubernetes-sigs/lws).
 
 Rules: api-key-empty, served-model-mismatch, requests-exceed-allocatable, gpus-exceed-node,
@@ -25,11 +25,11 @@ from infra.names import NAMESPACE, SERVING_SERVICE_ACCOUNT, served_checkpoints, 
 from infra.platform import load_platform, model_cache_gib
 from infra.serving import ServingContext, disruption_budget, gpus_per_pod, workload
 from infra.weights import MODEL_DIR, WeightsLocation, cache_size_limit, loading_mode
-from sizing.allocatable import NodeAllocatable, node_allocatable
+from sizing.catalog.platform import number
 from sizing.errors import SpecError
-from sizing.node_storage import ephemeral_on_nvme, nvme_gib, usable_ephemeral_gib
 from sizing.plan import Pool
-from sizing.platform_defaults import number
+from sizing.planning.allocatable import NodeAllocatable, node_allocatable
+from sizing.planning.node_storage import ephemeral_on_nvme, nvme_gib, usable_ephemeral_gib
 
 SRC_NODEADM = ("awslabs/amazon-eks-ami nodeadm kubelet config + EKS managed node groups "
                "(sizing/data/node_allocatable.csv)")
@@ -232,7 +232,7 @@ def storage_below_checkpoint(fit: FitContext) -> Iterator[FitProblem]:
         if limit < p.checkpoint_gib:
             yield FitProblem("storage-below-checkpoint", p.name,
                              f"the model cache ({limit}Gi) is smaller than the {p.checkpoint_gib:.1f} GiB checkpoint "
-                             f"{p.vllm.model}; size it from the checkpoint (sizing/checkpoint.py)", SRC_EMPTYDIR)
+                             f"{p.vllm.model}; size it from the checkpoint (sizing/perf/checkpoint.py)", SRC_EMPTYDIR)
         for role, pod in v.pods:
             vol = _models_volume_gib(pod)
             if vol is not None and vol < p.checkpoint_gib:

@@ -100,7 +100,7 @@ def secret_object(name: str, namespace: str, key: str, value: Any) -> dict[str, 
 def daemonset_resources(name: str) -> dict[str, Any]:
     """Requests of a DaemonSet llmcap deploys on GPU nodes, from sizing/data/node_daemonsets.csv (the
     same rows the node-allocatable model subtracts)."""
-    from sizing.allocatable import daemonset_request
+    from sizing.planning.allocatable import daemonset_request
 
     d = daemonset_request(name)
     return {"requests": {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}}

@@ -32,7 +32,7 @@ GEN_TOKENS = "vllm:generation_tokens_total|vllm_generation_tokens_total"
 def prometheus_requests(plan: Plan | None, system_nodes: int) -> dict[str, str]:
     """Prometheus's requests as the system node group was sized for them (sizing/data/system_pods.csv):
     a base plus a share per scraped node (GPU nodes at the pools' max and the system nodes)."""
-    from sizing.system_nodes import system_pods
+    from sizing.planning.system_nodes import system_pods
 
     pods = system_pods()
     nodes = (sum(p.instances_max for p in plan.pools) if plan else 0) + system_nodes
@@ -64,7 +64,7 @@ def kube_prometheus_values(plan: Plan | None = None, system_nodes: int = 0) -> d
 
 
 def _node_exporter_resources() -> dict[str, Any]:
-    from sizing.allocatable import daemonset_request
+    from sizing.planning.allocatable import daemonset_request
 
     d = daemonset_request("prometheus-node-exporter")
     return {"requests": {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}}

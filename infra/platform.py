@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
+from sizing.catalog.platform import number, setting
 from sizing.deployment import DeploymentOptions
 from sizing.plan import Pool
-from sizing.platform_defaults import number, setting
 
 DATA_FILE = Path(__file__).parent / "data" / "platform.yaml"
 

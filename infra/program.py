@@ -28,10 +28,10 @@ from infra.nodegroups import GpuNodeGroups, GpuNodeGroupsArgs
 from infra.platform import load_platform
 from infra.registry import upstreams_needed
 from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
-from sizing.catalog import Catalog
+from sizing.catalog.lookup import Catalog
 from sizing.plan import Plan
+from sizing.planning.system_nodes import size_system_nodes
 from sizing.stack import Stack
-from sizing.system_nodes import size_system_nodes
 
 try:  # the Kubernetes side (issue 6) lives in its own module; the AWS side stands without it
     from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs

@@ -23,7 +23,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from infra.program import Secrets, build_program
-from sizing.catalog import Catalog
+from sizing.catalog.lookup import Catalog
 from sizing.plan import Plan
 from sizing.stack import Stack
 

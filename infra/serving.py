@@ -60,14 +60,14 @@ def startup_budget_s(pool: Pool) -> int:
     return math.ceil((pool.per_replica.weights_load_s + float(s["margin_s"])) * float(s["safety_factor"]))
 
 
-BEFORE_VLLM_TERMS = ("node boot", "image pull", "S3 sync")  # sizing/cold_start.py terms before vLLM runs
+BEFORE_VLLM_TERMS = ("node boot", "image pull", "S3 sync")  # sizing/perf/cold_start.py terms before vLLM runs
 
 
 def before_vllm_s(pool: Pool, mode: str) -> float:
-    """Seconds before the vLLM container starts on a new node (sizing/cold_start.py): node boot, the
+    """Seconds before the vLLM container starts on a new node (sizing/perf/cold_start.py): node boot, the
     image pull and, with a local cache (`mode` nvme), the init container's S3 sync of the checkpoint.
     The startup probe only starts counting once the container runs."""
-    from sizing.cold_start import cold_start
+    from sizing.perf.cold_start import cold_start
 
     return sum(t.seconds for t in cold_start(pool, mode).terms if t.name in BEFORE_VLLM_TERMS)
 

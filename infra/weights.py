@@ -29,8 +29,8 @@ from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, WEIGHTS_LOAD
 from infra.platform import Platform, model_cache_gib
 from infra.registry import ImageRefs
 from infra.vllm_args import ModelSource
-from sizing.node_storage import cache_fits_nvme
 from sizing.plan import Pool
+from sizing.planning.node_storage import cache_fits_nvme
 
 MODEL_DIR = "/models/model"
 JOB_NAME = "weights-copy"
@@ -49,7 +49,7 @@ class WeightsLocation:
 def loading_mode(pool: Pool, platform: Platform, instance_store: bool) -> str:
     """`nvme` when the node group puts the kubelet's storage on the instance-store NVMe
     (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one copy of the model and
-    the image below the kubelet's eviction threshold (sizing/checkpoint.py), else `s3-stream`."""
+    the image below the kubelet's eviction threshold (sizing/perf/checkpoint.py), else `s3-stream`."""
     if cache_fits_nvme(pool.local_nvme_gb, model_cache_gib(pool, platform), instance_store):
         return "nvme"
     return "s3-stream"

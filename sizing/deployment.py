@@ -62,7 +62,7 @@ class DeploymentOptions(BaseModel):
         default=None, description="CPU system node type; default system_node_instance_type in platform.csv")
     system_node_count: int | None = Field(
         default=None, ge=1, le=20,
-        description="CPU system nodes; default sized from the plan (sizing/system_nodes.py), at least "
+        description="CPU system nodes; default sized from the plan (sizing/planning/system_nodes.py), at least "
                     "system_node_count in platform.csv")
     model_cache_on_instance_store: bool = Field(
         default=True, description="put containerd and the model cache on the instance-store NVMe (RAID0) "

@@ -59,12 +59,12 @@ class PerReplica(_M):
     itl_p95_ms: float
     ttft_ms: float
     itl_ms: float
-    # what stops this replica's goodput from growing (sizing.binding): itl-tail | ttft-queueing |
+    # what stops this replica's goodput from growing (sizing.perf.binding): itl-tail | ttft-queueing |
     # kv-capacity | engine-limit (saved plans before 2026-12 carry the step regime here instead)
     bound: str
     weights_load_s: float  # expected cold-start weight load time from the planned storage
     binds: str = ""  # one line: what binds, at which load, and the decode step's regime
-    cold_start_s: float = 0.0  # a new replica on a new node until it serves (sizing/cold_start.py), seconds
+    cold_start_s: float = 0.0  # a new replica on a new node until it serves (sizing/perf/cold_start.py), seconds
     # predicted percentiles at the planned load, ms (TTFT and E2E over requests, ITL over token gaps,
     # TPOT over requests' mean gaps); 0 in plans saved before they were reported
     ttft_p50_ms: float = 0.0
@@ -77,9 +77,9 @@ class PerReplica(_M):
     e2e_p50_ms: float = 0.0
     e2e_p95_ms: float = 0.0
     e2e_p99_ms: float = 0.0
-    # the step-level simulation (sizing/perf_sim.py) at the goodput load, "ttft_p50_ms" ... "e2e_p99_ms"
+    # the step-level simulation (sizing/perf/sim.py) at the goodput load, "ttft_p50_ms" ... "e2e_p99_ms"
     simulated_at_goodput_ms: dict[str, float] = Field(default_factory=dict)
-    batching: str = ""  # how max_num_batched_tokens / max_num_seqs were chosen (sizing/batching.py)
+    batching: str = ""  # how max_num_batched_tokens / max_num_seqs were chosen (sizing/planning/batching.py)
 
 
 class Pool(_M):

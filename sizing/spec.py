@@ -236,7 +236,7 @@ class WorkloadSpec(_Strict):
     @property
     def context_tokens(self) -> int:
         """The longest sequence a replica must hold (tokens); --max-model-len is at least this
-        (sizing/plan_builder.py served_max_model_len)."""
+        (sizing/planning/builder.py served_max_model_len)."""
         return self.max_context_tokens or (self.prompt_tokens.p95_or_mean + self.output_tokens.p95_or_mean)
 
     @property

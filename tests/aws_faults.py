@@ -23,9 +23,9 @@ from unittest import mock
 import boto3
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-import sizing.aws as aws
-from sizing.aws import AwsClients, aws_errors, instance_row, refresh_catalog
-from sizing.catalog import BUNDLED_DIR, Catalog
+import sizing.adapters.aws as aws
+from sizing.adapters.aws import AwsClients, aws_errors, instance_row, refresh_catalog
+from sizing.catalog.lookup import BUNDLED_DIR, Catalog
 from sizing.errors import LlmcapError
 from tests.aws_support import add_get_products, moto_url, price_list_entry, stub_client
 

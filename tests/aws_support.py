@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from sizing.aws import ENDPOINT_ENV, pricing_filters
+from sizing.adapters.aws import ENDPOINT_ENV, pricing_filters
 
 # The quota names AWS uses for GPU instance classes; codes are whatever the stubbed API says.
 QUOTAS = [

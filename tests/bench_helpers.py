@@ -1,5 +1,5 @@
 """Shared pieces of the bench tests: a typer app with the bench commands, a stack file, a free port,
-hand-built results. The commands are registered here so the tests do not depend on sizing/cli.py."""
+hand-built results. The commands are registered here so the tests do not depend on sizing/cli/app.py."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import typer
 
-from sizing.bench.metrics import Distribution, RunMetrics
-from sizing.bench.results import BenchResults
-from sizing.commands import bench_cmds
+from sizing.cli import bench_cmds
+from sizing.measure.metrics import Distribution, RunMetrics
+from sizing.measure.results import BenchResults
 from sizing.plan import Plan
 
 # A measured latency may not be below the injected one (the server sleeps at least that long) by more

@@ -7,8 +7,8 @@ from typing import Any
 
 import typer
 
-from sizing.catalog import load_catalog
-from sizing.cost import HOURS_PER_MONTH, platform_lines
+from sizing.catalog.lookup import load_catalog
+from sizing.cost.money import HOURS_PER_MONTH, platform_lines
 from sizing.plan import ApiComparison, CostLine, Plan, Totals
 from tests.plan_factory import make_plan, make_pool
 
@@ -19,9 +19,9 @@ API_MODEL = {LLAMA_8B: "Llama-3.1-8B-Instruct", LLAMA_70B: "Llama-3.1-70B-Instru
 
 
 def cli_app() -> typer.Typer:
-    """The real `llmcap` app, with `diff` registered if sizing/cli.py does not do it yet."""
-    from sizing.cli import app
-    from sizing.commands import diff_cmd
+    """The real `llmcap` app, with `diff` registered if sizing/cli/app.py does not do it yet."""
+    from sizing.cli import diff_cmd
+    from sizing.cli.app import app
 
     if not any(c.name == "diff" for c in app.registered_commands):
         app.command("diff")(diff_cmd.diff)
@@ -44,7 +44,7 @@ def priced_pool(instance_type: str, gpu: str, gpus_per_instance: int, tp: int, i
 def plan_of(pools: list[Any], users: int, model: str = LLAMA_8B, stack: str = "dev", ttft_ms: float = 1000,
             itl_ms: float = 25, tokens_per_s_per_user: float = 30) -> Plan:
     """A Plan whose money is all catalog lookups: GPU lines from the pools, platform lines from
-    sizing.cost.platform_lines, hosted-API bills from the catalog's API prices."""
+    sizing.cost.money.platform_lines, hosted-API bills from the catalog's API prices."""
     cat = load_catalog()
     out_tps = users * tokens_per_s_per_user
     gpu_h = sum(p.usd_per_hour for p in pools)

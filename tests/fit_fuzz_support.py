@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from infra.fit import FitContext, check_deployable
 from infra.fit_rules import effective_requests, pool_views
 from infra.weights import copy_job
-from sizing.allocatable import node_allocatable
-from sizing.catalog import Catalog
+from sizing.catalog.lookup import Catalog
 from sizing.errors import LlmcapError
-from sizing.planner import plan_stack
+from sizing.planning.allocatable import node_allocatable
+from sizing.planning.planner import plan_stack
 from sizing.stack import stack_from_config
 
 MODELS = ["meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct",

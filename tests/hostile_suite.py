@@ -11,8 +11,8 @@ import tracemalloc
 from collections import Counter
 from dataclasses import dataclass
 
-from sizing.bench.client import BenchConnectionError, RunLimits, Target, preflight, run_load
-from sizing.bench.workload import RequestFactory
+from sizing.measure.client import BenchConnectionError, RunLimits, Target, preflight, run_load
+from sizing.measure.workload import RequestFactory
 from sizing.spec import WorkloadSpec
 from tests.fake_openai_server import HOSTILE_MODES, FakeServer, FakeServerConfig
 

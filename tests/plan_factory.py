@@ -1,5 +1,5 @@
 """Hand-built Plans for tests of consumers (infra, diff, compare) that must not depend on the
-planner's numbers. Tests of the planner itself use sizing.planner."""
+planner's numbers. Tests of the planner itself use sizing.planning.planner."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu
               instances_max: int = 3, precision: str = "fp8", purchase: str = "on-demand",
               usd_per_instance_hour: float = 4.6016, nodes_per_replica: int = 1,
               model: str = "meta-llama/Meta-Llama-3-8B-Instruct", local_nvme_gb: int = 3760) -> Pool:
-    # requests and root volume as the planner sizes them (a node's allocatable; sizing/allocatable.py,
-    # sizing/node_storage.py), so the deployability check passes a hand-built pool unless a test breaks it
-    from sizing.allocatable import per_replica_requests
-    from sizing.catalog import load_catalog
-    from sizing.node_storage import root_volume_gib
+    # requests and root volume as the planner sizes them (a node's allocatable; sizing/planning/allocatable.py,
+    # sizing/planning/node_storage.py), so the deployability check passes a hand-built pool unless a test breaks it
+    from sizing.catalog.lookup import load_catalog
+    from sizing.planning.allocatable import per_replica_requests
+    from sizing.planning.node_storage import root_volume_gib
 
     inst = load_catalog().instances.get(instance_type)
     cpu, mem = per_replica_requests(inst, replicas_per_instance if nodes_per_replica == 1 else 1) if inst \

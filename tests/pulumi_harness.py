@@ -10,7 +10,7 @@ from typing import Any
 
 from infra.program import resource_prefix
 from infra.render import RenderedResource, RenderResult, render_stack
-from sizing.catalog import Catalog, load_catalog
+from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.plan import Plan
 from sizing.stack import Stack, load_stack
 
@@ -40,7 +40,7 @@ def render(stack: Stack, plan: Plan) -> RenderResult:
 @cache
 def bundled(name: str) -> RenderResult:
     """A bundled stack, planned by the planner and rendered (cached: one mocked run per stack)."""
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
 
     stack = load_stack(ROOT / "stacks" / f"Pulumi.{name}.yaml")
     return render(stack, plan_stack(stack, catalog()))

@@ -1,4 +1,4 @@
-"""Architecture readers (sizing/architectures/): every family's config.json fixture sizes to its
+"""Architecture readers (sizing/catalog/architectures/): every family's config.json fixture sizes to its
 published parameter counts, KV follows its attention kind, catalog rows agree with their
 config-derived architecture, and bad configs are one line naming the field (exit 2)."""
 
@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from sizing.architectures import ArchitectureError, derived, read_config
-from sizing.catalog import Catalog, ModelArch
-from sizing.cli import app
-from sizing.hf_config import model_from_config_file
-from sizing.memory import (
+from sizing.catalog.architectures import ArchitectureError, derived, read_config
+from sizing.catalog.hf_config import model_from_config_file
+from sizing.catalog.lookup import Catalog, ModelArch
+from sizing.cli.app import app
+from sizing.perf.memory import (
     kv_bytes_per_token_by_layer_kind,
     kv_cache_bytes_per_sequence,
     kv_cache_bytes_per_token,
@@ -292,7 +292,7 @@ config:
 
 
 def test_glm_45_air_plans_a_multi_gpu_replica(tmp_path: Path) -> None:
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
 
     f = tmp_path / "Pulumi.glm.yaml"
@@ -308,8 +308,8 @@ def test_glm_45_air_plans_a_multi_gpu_replica(tmp_path: Path) -> None:
 def test_gpt_oss_step_model_reads_mxfp4_experts() -> None:
     """The performance model reads the experts a step touches at their stored size: all experts
     plus the dense part add up to the served weights (less the input embedding, a lookup)."""
-    from sizing.perf_calibration import load_calibration
-    from sizing.perf_step import build_step_model
+    from sizing.perf.calibration import load_calibration
+    from sizing.perf.step import build_step_model
 
     cat = Catalog()
     m = cat.model("gpt-oss-120b")

@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sizing.aws import Check, PreflightReport
-from sizing.catalog import Catalog
-from sizing.commands import aws_cmds
+from sizing.adapters.aws import Check, PreflightReport
+from sizing.catalog.lookup import Catalog
+from sizing.cli import aws_cmds
 from tests.aws_support import moto_url, set_dummy_aws_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +20,7 @@ DEV = ROOT / "stacks" / "Pulumi.dev.yaml"
 
 
 def _app() -> typer.Typer:
-    """The same registrations sizing/cli.py makes for these commands."""
+    """The same registrations sizing/cli/app.py makes for these commands."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command("preflight")(aws_cmds.preflight)
     app.add_typer(aws_cmds.catalog_app, name="catalog")
@@ -39,7 +39,7 @@ def _no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _planned_type() -> str:
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
 
     return plan_stack(load_stack(DEV), Catalog()).pools[0].instance_type
@@ -103,7 +103,7 @@ def test_preflight_table_names_quota_code_and_increase_command(capsys: pytest.Ca
 
 def test_plan_preflight_is_a_warning_without_credentials(runner: CliRunner, monkeypatch: pytest.MonkeyPatch,
                                                          tmp_path: Path) -> None:
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     _no_credentials(monkeypatch, tmp_path)
     r = runner.invoke(app, ["plan", str(DEV), "--preflight", "--format", "json"])

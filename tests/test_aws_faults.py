@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.aws import AwsClients
+from sizing.adapters.aws import AwsClients
 from tests.aws_faults import FAULTS, Outcome, ec2_client, make_baseline, pricing_client, run_fault, snapshot, table
 from tests.aws_support import set_dummy_aws_env
 
@@ -48,7 +48,7 @@ def test_cli_refuses_an_empty_answer_in_one_line(baseline: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     work = tmp_path / "cli"
     shutil.copytree(baseline.parent, work, symlinks=True)
@@ -66,8 +66,8 @@ def test_cli_refuses_an_empty_answer_in_one_line(baseline: Path, tmp_path: Path,
 def test_a_legacy_real_directory_cache_is_swapped_for_a_generation(baseline: Path, tmp_path: Path) -> None:
     import shutil
 
-    from sizing.aws import aws_errors, refresh_catalog
-    from sizing.catalog import Catalog
+    from sizing.adapters.aws import aws_errors, refresh_catalog
+    from sizing.catalog.lookup import Catalog
 
     legacy = tmp_path / "c" / "catalog"
     shutil.copytree(baseline.resolve(), legacy)  # a plain directory, as older llmcap versions wrote
@@ -81,8 +81,8 @@ def test_a_legacy_real_directory_cache_is_swapped_for_a_generation(baseline: Pat
 
 
 def test_a_directory_that_is_not_a_catalog_is_never_swapped_away(baseline: Path, tmp_path: Path) -> None:
-    from sizing.aws import AwsDataError, aws_errors, refresh_catalog
-    from sizing.catalog import Catalog
+    from sizing.adapters.aws import AwsDataError, aws_errors, refresh_catalog
+    from sizing.catalog.lookup import Catalog
 
     home = tmp_path / "home"
     (home / "src").mkdir(parents=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sizing.aws import (
+from sizing.adapters.aws import (
     AwsAccessError,
     AwsClients,
     SpotAz,
@@ -20,7 +20,7 @@ from sizing.aws import (
     quota_name_for,
     run_preflight,
 )
-from sizing.catalog import Catalog
+from sizing.catalog.lookup import Catalog
 from tests.aws_support import QUOTAS, add_quota_pages, moto_url, set_dummy_aws_env, stub_client
 from tests.plan_factory import make_plan, make_pool
 

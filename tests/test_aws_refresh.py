@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sizing.aws import AwsClients, instance_row, on_demand_usd_from_price_list, refresh_catalog
-from sizing.catalog import BUNDLED_DIR, Catalog
+from sizing.adapters.aws import AwsClients, instance_row, on_demand_usd_from_price_list, refresh_catalog
+from sizing.catalog.lookup import BUNDLED_DIR, Catalog
 from tests.aws_support import add_get_products, moto_url, price_list_entry, set_dummy_aws_env, stub_client
 
 REGION = "us-east-1"
@@ -141,7 +141,7 @@ def _moto_offerings(region: str, types: set[str]) -> set[tuple[str, str, str]]:
 
 
 def _plan_without_dates(stack_file: Path, catalog: Catalog) -> dict[str, Any]:
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
 
     d = plan_stack(load_stack(stack_file), catalog, goodput_scale=None).model_dump()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.bench.results import load_results
+from sizing.measure.results import load_results
 from tests.bench_helpers import bench_app, free_port, write_stack
 from tests.fake_openai_server import FakeServer, FakeServerConfig
 from tests.plan_factory import make_plan

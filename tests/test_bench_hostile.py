@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.bench.results import load_results
+from sizing.measure.results import load_results
 from tests.bench_helpers import bench_app, write_stack
 from tests.fake_openai_server import FakeServer, FakeServerConfig
 from tests.hostile_suite import SCENARIOS, Scenario, run_scenario, table
@@ -73,7 +73,7 @@ def test_a_trickling_models_endpoint_stops_at_the_request_timeout(server: FakeSe
 def test_each_load_point_is_saved_as_it_finishes(server: FakeServer, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure in a later load point (here: the second aggregate raises) keeps the first one on disk."""
-    import sizing.bench.metrics as metrics
+    import sizing.measure.metrics as metrics
 
     real, calls = metrics.aggregate, []
 

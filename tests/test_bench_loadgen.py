@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from sizing.bench.client import RunLimits, Target, normalize_endpoint, run_load
-from sizing.bench.metrics import RequestRecord, aggregate, percentile
-from sizing.bench.workload import LengthSampler, RequestFactory, load_points
 from sizing.errors import SpecError
+from sizing.measure.client import RunLimits, Target, normalize_endpoint, run_load
+from sizing.measure.metrics import RequestRecord, aggregate, percentile
+from sizing.measure.workload import LengthSampler, RequestFactory, load_points
 from sizing.spec import TokenLength, WorkloadSpec
 from tests.bench_helpers import TIMING_EARLY_MS, TIMING_SLACK_MS, TIMING_TOLERANCE, TIMING_TOLERANCE_P95
 from tests.fake_openai_server import FakeServer, FakeServerConfig

@@ -10,8 +10,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sizing.bench.results import BenchResults
-from sizing.calibration_overlay import (
+from sizing.errors import SpecError
+from sizing.measure.results import BenchResults
+from sizing.perf.overlay import (
     ENV_VAR,
     Overlay,
     OverlayEntry,
@@ -19,9 +20,8 @@ from sizing.calibration_overlay import (
     load_overlay,
     overlay_path,
 )
-from sizing.errors import SpecError
 from sizing.plan import Plan
-from sizing.planner import plan_stack
+from sizing.planning.planner import plan_stack
 from sizing.stack import load_stack
 from tests.bench_helpers import bench_app, make_results, make_run
 from tests.plan_factory import make_plan, make_pool
@@ -188,6 +188,6 @@ def test_a_calibrated_plan_reports_the_goodput_it_sized_from(tmp_path: Path) -> 
     ratio = a.per_replica.goodput_output_tokens_per_s / b.per_replica.goodput_output_tokens_per_s
     assert (ratio == pytest.approx(0.7, rel=0.01)) if same_config else ratio < 1.0, (
         f"Plan per-replica goodput after calibration is {ratio:.2f}× the uncalibrated one on the same "
-        "configuration; the planner must write the scaled figure (sizing/plan_builder.py per_replica)")
+        "configuration; the planner must write the scaled figure (sizing/planning/builder.py per_replica)")
     assert after.totals.capacity_output_tokens_per_s == pytest.approx(
         sum(p.replicas * p.per_replica.goodput_output_tokens_per_s for p in after.pools), rel=0.01)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.binding import LABELS
-from sizing.catalog import load_catalog
-from sizing.cli import app
-from sizing.perf import ReplicaConfig, WorkloadShape, estimate_closed_loop, goodput
+from sizing.catalog.lookup import load_catalog
+from sizing.cli.app import app
+from sizing.perf.binding import LABELS
+from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, goodput
 from sizing.stack import load_stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ def test_tight_ttft_binds_by_queueing_and_big_memory_gpu_by_kv_capacity() -> Non
                           "--format", "json")
     assert code == 0, err
     # the analytic model fills the KV cache here; the step-level simulation that checks the finalists
-    # (sizing/batching.py) finds TTFT p95 already past 500 ms at that load, so it binds first and says so
+    # (sizing/planning/batching.py) finds TTFT p95 already past 500 ms at that load, so it binds first and says so
     for p in json.loads(out)["pools"]:
         r = p["per_replica"]
         assert r["bound"] == "kv-capacity" or (r["bound"] == "ttft-queueing" and "simulated TTFT p95" in r["binds"]), r

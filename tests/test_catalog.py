@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sizing.catalog import BUNDLED_DIR, load_catalog
+from sizing.catalog.lookup import BUNDLED_DIR, load_catalog
 from sizing.errors import CatalogLookupError
 
 CSVS = sorted(BUNDLED_DIR.glob("*.csv"))

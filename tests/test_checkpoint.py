@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from sizing import checkpoint_metadata as checkpoint
-from sizing.catalog import Catalog
-from sizing.checkpoint import checkpoint_bytes, model_size_line
-from sizing.checkpoint_metadata import cached_metadata, fetch_metadata
+from sizing.catalog import checkpoint_metadata as checkpoint
+from sizing.catalog.checkpoint_metadata import cached_metadata, fetch_metadata
+from sizing.catalog.lookup import Catalog
+from sizing.perf.checkpoint import checkpoint_bytes, model_size_line
 
 
 def _fake_metadata(tensors: dict[str, tuple[str, list[int], int]]) -> Any:

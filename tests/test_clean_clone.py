@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from infra import exports
-from sizing.saved_plan import SavedPlan
+from sizing.planning.saved_plan import SavedPlan
 from tests import pulumi_harness as h
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,7 +99,7 @@ def config_set_path(stack_file: Path, path: str, value: str) -> None:
 
 
 def cli(project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[int, str]:
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     monkeypatch.chdir(project)
     r = CliRunner().invoke(app, args, env={"COLUMNS": "120", "NO_COLOR": "1"})
@@ -177,14 +177,14 @@ def summary(resources: list[h.RenderedResource]) -> list[tuple[str, str, str]]:
 
 def no_local_data(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
     """This machine's llmcap data lives under `home`: catalog cache and overlay start absent."""
-    import sizing.catalog
-    import sizing.checkpoint_metadata
+    import sizing.catalog.checkpoint_metadata
+    import sizing.catalog.lookup
 
     cache = home / ".cache" / "llmcap" / "catalog"
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", cache)
-    monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
-    monkeypatch.setattr(sizing.checkpoint_metadata, "CACHE_DIR", cache.parent / "checkpoints")
+    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", cache)
+    monkeypatch.setattr(sizing.catalog.lookup, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.catalog.checkpoint_metadata, "CACHE_DIR", cache.parent / "checkpoints")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(home / ".config" / "llmcap" / "calibration_overlay.json"))
     return cache
@@ -226,7 +226,7 @@ def test_preview_stops_with_one_line_when_the_stack_file_changed_or_has_no_saved
 def _changed_catalog(cache: Path, saved: SavedPlan) -> None:
     """What a `llmcap catalog refresh` could bring: the planned instance type 3× dearer and offered in
     one AZ fewer, every other type as bundled."""
-    from sizing.catalog import BUNDLED_DIR
+    from sizing.catalog.lookup import BUNDLED_DIR
 
     cache.mkdir(parents=True)
     planned = {p.instance_type for p in saved.plan.pools}
@@ -251,7 +251,7 @@ def _changed_catalog(cache: Path, saved: SavedPlan) -> None:
 
 def test_catalog_refresh_and_calibration_change_nothing_until_plan_write(
         clone: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sizing.calibration_overlay import Overlay, OverlayEntry, overlay_path
+    from sizing.perf.overlay import Overlay, OverlayEntry, overlay_path
 
     secrets = {"llmcap:api_key": "k" * 64}
     # the README's deployment settings (the EKS API from this address, the Docker Hub credential), saved

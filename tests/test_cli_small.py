@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog import load_catalog, suggestions
-from sizing.cli import app
+from sizing.catalog.lookup import load_catalog, suggestions
+from sizing.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = str(ROOT / "stacks" / "Pulumi.dev.yaml")
@@ -73,14 +73,14 @@ def test_fp8_on_ampere_is_labelled_weight_only() -> None:
 
 def test_diff_defaults_to_a_table_in_a_terminal_and_markdown_when_piped(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from sizing.commands.plan_cmd import plan_for
+    from sizing.cli.plan_cmd import plan_for
 
     (tmp_path / "a.json").write_text(plan_for(Path(DEV)).to_json())
     (tmp_path / "b.json").write_text(plan_for(Path(DEV), ["workload.traffic.concurrent_users=200"]).to_json())
     args = ["diff", "--from", str(tmp_path / "a.json"), "--to", str(tmp_path / "b.json")]
     _, piped, _ = _run(*args)
     assert piped.lstrip().startswith(("#", "<!--", "|", "**")) and "┃" not in piped
-    from sizing.commands import diff_cmd
+    from sizing.cli import diff_cmd
 
     monkeypatch.setattr(diff_cmd, "stdout_is_terminal", lambda: True)
     r = CliRunner().invoke(app, args, env={"COLUMNS": "160", "NO_COLOR": "1"})

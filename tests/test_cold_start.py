@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sizing.cold_start import cold_start
-from sizing.commands.plan_cmd import plan_for
-from sizing.compare import cold_start_s
-from sizing.memory import GIB
-from sizing.platform_defaults import number
+from sizing.analysis.compare import cold_start_s
+from sizing.catalog.platform import number
+from sizing.cli.plan_cmd import plan_for
+from sizing.perf.cold_start import cold_start
+from sizing.perf.memory import GIB
 
 ROOT = Path(__file__).resolve().parents[1]
 

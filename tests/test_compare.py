@@ -1,4 +1,4 @@
-"""sizing.compare: re-sizing agrees with evaluation, sweeps agree with the planner, crossovers and
+"""sizing.analysis.compare: re-sizing agrees with evaluation, sweeps agree with the planner, crossovers and
 feasibility edges are found where constructed curves cross, the verdict gives its reason."""
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sizing.candidates import evaluate, resize
-from sizing.catalog import Catalog, load_catalog
-from sizing.compare import (
+from sizing.analysis.compare import (
     Option,
     SweepPoint,
     blast_radius,
@@ -21,10 +19,12 @@ from sizing.compare import (
     verdict,
     with_value,
 )
-from sizing.demand import demand_of
+from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.errors import SpecError
-from sizing.mix import best_mix
-from sizing.planner import plan_stack, search
+from sizing.planning.candidates import evaluate, resize
+from sizing.planning.demand import demand_of
+from sizing.planning.mix import best_mix
+from sizing.planning.planner import plan_stack, search
 from sizing.stack import Stack, load_stack
 from tests.plan_factory import make_plan, make_pool
 

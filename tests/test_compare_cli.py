@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sizing.commands import compare_cmd
+from sizing.cli import compare_cmd
 from tests.golden_files import GOLDEN_DIR, check_golden
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def _app() -> typer.Typer:
     """The llmcap app once cli.py registers `compare`; until then a group holding only compare."""
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     if any(c.name == "compare" for c in app.registered_commands):
         return app
@@ -125,7 +125,7 @@ def test_nothing_feasible_exits_3() -> None:
 
 
 def test_matplotlib_only_imported_for_plots() -> None:
-    code = ("import sys, sizing.compare, sizing.commands.compare_cmd, sizing.report.compare_views; "
+    code = ("import sys, sizing.analysis.compare, sizing.cli.compare_cmd, sizing.report.compare_views; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

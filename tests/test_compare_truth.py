@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sizing.cli import app
-from sizing.compare import verdict
+from sizing.analysis.compare import verdict
+from sizing.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 S = {n: str(ROOT / "stacks" / f"Pulumi.{n}.yaml") for n in ("dev", "llama70b", "scaleout-l4", "scaleup-a100")}

@@ -196,14 +196,14 @@ def test_a_renamed_stack_file_is_a_rename(repo: Path, monkeypatch: pytest.Monkey
 # --- issue 14 item 7: saved plans are what a diff compares ----------------------------------------------
 
 def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalog: Path | None = None) -> None:
-    import sizing.catalog
-    import sizing.checkpoint_metadata
-    from sizing.cli import app
+    import sizing.catalog.checkpoint_metadata
+    import sizing.catalog.lookup
+    from sizing.cli.app import app
 
     monkeypatch.chdir(repo)
-    monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", repo.parent / "no-cache")
-    monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
-    monkeypatch.setattr(sizing.checkpoint_metadata, "CACHE_DIR", repo.parent / "no-checkpoints")
+    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", repo.parent / "no-cache")
+    monkeypatch.setattr(sizing.catalog.lookup, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.catalog.checkpoint_metadata, "CACHE_DIR", repo.parent / "no-checkpoints")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(repo.parent / "no-overlay.json"))
     for n in names:
@@ -214,7 +214,7 @@ def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalo
 
 def test_saved_plans_are_compared_when_the_refs_have_them(repo: Path, monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
-    from sizing.catalog import BUNDLED_DIR
+    from sizing.catalog.lookup import BUNDLED_DIR
 
     write_plans(repo, monkeypatch, "dev", "prod")
     commit_all(repo, "saved plans")

@@ -140,8 +140,8 @@ def test_diff_modules_do_not_import_pulumi_or_boto3() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, sizing.diff, sizing.report.diff_views, sizing.commands.diff_cmd, sizing.pricing; "
-            "from sizing.pricing import registry; registry(); "
+    code = ("import sys, sizing.analysis.diff, sizing.report.diff_views, sizing.cli.diff_cmd, sizing.cost.resources; "
+            "from sizing.cost.resources import registry; registry(); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_aws', 'boto3', 'botocore')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -150,7 +150,7 @@ def test_diff_modules_do_not_import_pulumi_or_boto3() -> None:
 
 def test_golden_infeasible_side(update_golden: bool) -> None:
     """GPUs restricted so that the head cannot meet the SLO: reported with its reason, not priced."""
-    from sizing.diff import build_diff, side_from_plan, side_unplanned, stack_diff
+    from sizing.analysis.diff import build_diff, side_from_plan, side_unplanned, stack_diff
     from sizing.errors import NoFeasiblePlanError
     from sizing.report.diff_views import render_json, render_markdown
 

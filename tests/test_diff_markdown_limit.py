@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sizing.diff import build_diff, side_from_plan, stack_diff
+from sizing.analysis.diff import build_diff, side_from_plan, stack_diff
 from sizing.report.diff_views import GITHUB_COMMENT_LIMIT, render_markdown
 from tests.diff_support import l4_plan
 

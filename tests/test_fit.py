@@ -39,7 +39,7 @@ def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> No
     from infra.fit import RULES, FitProblem, NotDeployable, fit_rule
     from infra.program import Secrets, build_program
     from infra.render import run_mocked
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
     from tests.pulumi_harness import ROOT, catalog
 

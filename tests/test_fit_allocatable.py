@@ -1,5 +1,5 @@
 """Issue 14 defect 2: serving pods request what a GPU node really has left. The node model
-(sizing/allocatable.py) follows nodeadm and the EKS managed-node-group rules; every bundled stack's
+(sizing/planning/allocatable.py) follows nodeadm and the EKS managed-node-group rules; every bundled stack's
 rendered pods (effective requests: the larger of the init containers and the containers' sum) times
 pods per node fit the node's allocatable less its DaemonSets; scaleup-a100 keeps 8 replicas per node."""
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from infra.k8s_common import serving_name
-from sizing.allocatable import (
+from sizing.catalog.lookup import load_catalog
+from sizing.planning.allocatable import (
     kube_reserved_cpu_millicores,
     kube_reserved_memory_mib,
     max_pods,
     node_allocatable,
 )
-from sizing.catalog import load_catalog
 from tests.k8s_support import STACK_IDS, objects, rendered
 
 CAT = load_catalog()
@@ -81,7 +81,7 @@ def test_scaleup_a100_keeps_every_planned_replica_per_node() -> None:
 def test_daemonsets_llmcap_deploys_request_what_the_node_model_subtracts() -> None:
     from infra.kubernetes_app import device_plugin_values
     from infra.observability import kube_prometheus_values
-    from sizing.allocatable import daemonset_request
+    from sizing.planning.allocatable import daemonset_request
 
     for name, values in (("nvidia-device-plugin", device_plugin_values()),
                          ("prometheus-node-exporter", kube_prometheus_values()["prometheus-node-exporter"])):

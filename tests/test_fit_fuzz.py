@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
-from sizing.catalog import load_catalog
-from sizing.cli import app
+from sizing.catalog.lookup import load_catalog
+from sizing.cli.app import app
 from tests.fit_fuzz_support import CONSISTENCY_RULES, MODEL_RULES, evaluate, stack_configs
 from tests.k8s_support import ROOT
 

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from infra.fit import FitContext, check_deployable
-from sizing.catalog import BUNDLED_DIR, load_catalog
-from sizing.cli import app
+from sizing.catalog.lookup import BUNDLED_DIR, load_catalog
+from sizing.cli.app import app
 from sizing.stack import load_stack
 from tests.k8s_support import ROOT, STACK_IDS
 from tests.plan_factory import make_plan, make_pool
@@ -58,7 +58,7 @@ def _refused(code: int, output: str, out: Path, rule: str) -> None:
 @pytest.mark.parametrize("stack_id", STACK_IDS)
 def test_bundled_stacks_pass(stack_id: str) -> None:
     stack = load_stack(ROOT / "stacks" / f"Pulumi.{stack_id}.yaml")
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
 
     cat = load_catalog()
     report = check_deployable(FitContext(stack=stack, plan=plan_stack(stack, cat), catalog=cat, api_key="k"))
@@ -120,7 +120,7 @@ def _check(plan):  # type: ignore[no-untyped-def]
 
 
 def _pool(**kw):  # type: ignore[no-untyped-def]
-    from sizing.allocatable import per_replica_requests
+    from sizing.planning.allocatable import per_replica_requests
 
     base = dict(replicas=4, replicas_per_instance=2, instances_min=2, instances_desired=2, instances_max=3, tp=2,
                 precision="fp16")

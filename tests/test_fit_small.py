@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from sizing.catalog import load_catalog
+from sizing.catalog.lookup import load_catalog
 from tests.k8s_support import objects, rendered
 
 
@@ -46,7 +46,7 @@ def test_rollout_await_covers_image_pull_and_weights_sync(monkeypatch: pytest.Mo
     monkeypatch.setattr(pulumi, "CustomTimeouts", Recording)
     from infra.platform import load_platform
     from infra.weights import loading_mode
-    from sizing.cold_start import cold_start
+    from sizing.perf.cold_start import cold_start
 
     result, _ = rendered("llama405b")
     pool = result.plan.pools[0]

@@ -43,8 +43,8 @@ def test_model_caches_hold_the_whole_checkpoint() -> None:
 
 
 def test_checkpoint_size_prefers_recorded_safetensors_bytes() -> None:
-    from sizing.catalog import load_catalog
-    from sizing.checkpoint import checkpoint_size
+    from sizing.catalog.lookup import load_catalog
+    from sizing.perf.checkpoint import checkpoint_size
 
     cat = load_catalog()
     model = cat.model("meta-llama/Meta-Llama-3-8B-Instruct")

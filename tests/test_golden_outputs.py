@@ -26,18 +26,18 @@ STACK_IDS = [p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACK
 
 @pytest.fixture(autouse=True)
 def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    import sizing.catalog
+    import sizing.catalog.lookup
 
     empty = tmp_path_factory.mktemp("no-user-state")
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", empty / "no-catalog")
+    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", empty / "no-catalog")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(empty / "no-overlay.json"))
     monkeypatch.chdir(ROOT)
     yield
 
 
 def cli(args: list[str], columns: int = 200) -> tuple[int, str]:
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     r = CliRunner().invoke(app, args, env={"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"})
     assert r.exception is None or isinstance(r.exception, SystemExit), r.output

@@ -202,7 +202,7 @@ def _dep_names(opts: Any) -> set[str]:
 
 def test_router_service_waits_for_the_load_balancer_controller(monkeypatch: pytest.MonkeyPatch) -> None:
     from infra import kubernetes_app
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
 
     created: list = []

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from sizing.catalog import load_catalog
-from sizing.cli import app
-from sizing.memory import GIB, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, memory_fit
+from sizing.catalog.lookup import load_catalog
+from sizing.cli.app import app
+from sizing.perf.memory import GIB, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, memory_fit
 
 runner = CliRunner()
 CAT = load_catalog()

@@ -15,11 +15,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sizing.candidates import Evaluated, instances_for
-from sizing.catalog import Catalog
-from sizing.demand import demand_of
-from sizing.mix import _replicas, _share, best_mix
-from sizing.planner import search
+from sizing.catalog.lookup import Catalog
+from sizing.planning.candidates import Evaluated, instances_for
+from sizing.planning.demand import demand_of
+from sizing.planning.mix import _replicas, _share, best_mix
+from sizing.planning.planner import search
 from sizing.stack import stack_from_config
 
 CAT = Catalog()
@@ -38,7 +38,7 @@ def test_mixed_405b_long_outputs_plans_in_seconds(tmp_path: Path) -> None:
     f.write_text(yaml.safe_dump({"config": BIG_405B}))
     t0 = time.monotonic()
     try:
-        r = subprocess.run([sys.executable, "-m", "sizing.cli", "plan", str(f), "--format", "json"],
+        r = subprocess.run([sys.executable, "-m", "sizing.cli.app", "plan", str(f), "--format", "json"],
                            capture_output=True, text=True, timeout=10)
     except subprocess.TimeoutExpired:
         pytest.fail("strategy mixed did not answer within 10 s")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sizing.calibration_overlay import OverlayEntry, load_overlay, update_overlay
 from sizing.errors import SpecError
+from sizing.perf.overlay import OverlayEntry, load_overlay, update_overlay
 
 WRITERS = 8
 ROUNDS = 6  # each writer re-writes its entry this many times, widening the race window

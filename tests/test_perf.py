@@ -1,4 +1,4 @@
-"""Properties of the performance model (sizing/perf.py) over many configurations."""
+"""Properties of the performance model (sizing/perf/load.py) over many configurations."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sizing.catalog import load_catalog
-from sizing.memory import memory_fit
-from sizing.perf import (
+from sizing.catalog.lookup import load_catalog
+from sizing.perf.calibration import CALIBRATION_FILE, PerfModelError, load_calibration
+from sizing.perf.load import (
     ReplicaConfig,
     WorkloadShape,
     estimate_closed_loop,
@@ -19,8 +19,8 @@ from sizing.perf import (
     estimate_open_loop,
     goodput,
 )
-from sizing.perf_calibration import CALIBRATION_FILE, PerfModelError, load_calibration
-from sizing.perf_step import build_step_model, compute_peak_tflops
+from sizing.perf.memory import memory_fit
+from sizing.perf.step import build_step_model, compute_peak_tflops
 
 CAT = load_catalog()
 MODELS = ["llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "mixtral-8x7b-instruct", "qwen3-8b",
@@ -173,7 +173,7 @@ def test_perf_modules_stay_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, sizing.perf; bad = [m for m in ('numpy', 'pulumi', 'boto3', 'scipy') if m in sys.modules];"
-            "print(','.join(bad))")
+    code = ("import sys, sizing.perf.load; "
+            "bad = [m for m in ('numpy', 'pulumi', 'boto3', 'scipy') if m in sys.modules]; print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sizing.catalog import load_catalog
-from sizing.perf import (
+from sizing.catalog.lookup import load_catalog
+from sizing.perf.calibration import CALIBRATION_FILE, PARAMS, load_calibration
+from sizing.perf.load import (
     ReplicaConfig,
     WorkloadShape,
     _ctx,
@@ -20,8 +21,7 @@ from sizing.perf import (
     estimate_offline,
     goodput,
 )
-from sizing.perf_calibration import CALIBRATION_FILE, PARAMS, load_calibration
-from sizing.perf_step import build_step_model, compute_peak_tflops, engine_step_s
+from sizing.perf.step import build_step_model, compute_peak_tflops, engine_step_s
 
 CAT = load_catalog()
 GPUS = ["L4", "A10G", "L40S", "A100-40GB", "A100-80GB", "H100-SXM", "H200", "B200"]

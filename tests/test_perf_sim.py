@@ -1,4 +1,4 @@
-"""The step-level simulation of continuous batching (sizing/perf_sim.py): its step time is the
+"""The step-level simulation of continuous batching (sizing/perf/sim.py): its step time is the
 physics' engine_step_s, it is deterministic for a seed, its percentiles are ordered, its latencies
 never fall as load or prompt length rise (grid of GPUs L4 … B200, models 0.5B-405B dense/MoE/MLA,
 TP 1-8, precisions), an MoE's ITL at concurrency 1 is its decode step, the scheduler's rules
@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from sizing.catalog import load_catalog
-from sizing.perf import ReplicaConfig, WorkloadShape, _ctx, estimate_closed_loop
-from sizing.perf_sim import Arrivals, Lengths, RequestSlo, _step_time, lognormal_sigma, simulate
-from sizing.perf_step import engine_step_s
+from sizing.catalog.lookup import load_catalog
+from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, estimate_closed_loop
+from sizing.perf.sim import Arrivals, Lengths, RequestSlo, _step_time, lognormal_sigma, simulate
+from sizing.perf.step import engine_step_s
 
 CAT = load_catalog()
 # (model, GPU, precision, TP): dense 0.5B-405B, MoE (Mixtral, Qwen3-30B-A3B, gpt-oss), MLA (DeepSeek-V3)
@@ -152,7 +152,7 @@ def test_burst_drains_and_goodput_counts_requests_meeting_their_slo() -> None:
     assert everyone.goodput_requests_per_s == pytest.approx(everyone.requests_per_s)
 
 
-# Steady state, closed loop, fixed lengths: the simulation and the analytic model (sizing.perf) agree on
+# Steady state, closed loop, fixed lengths: the simulation and the analytic model (sizing.perf.load) agree on
 # mean ITL and throughput within 12% and on mean TTFT within 30% (the analytic TTFT's M/G/1 queue
 # is an approximation of the scheduler's FCFS admission; the tolerance is what this grid shows).
 STEADY = [("llama-3.1-8b-instruct", "H100-SXM", "fp8", 1), ("llama-3.1-8b-instruct", "L40S", "fp8", 1),

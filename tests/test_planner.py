@@ -11,14 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from sizing.candidates import size_replicas
-from sizing.catalog import load_catalog
-from sizing.cli import app
+from sizing.catalog.lookup import load_catalog
+from sizing.cli.app import app
 from sizing.errors import NoFeasiblePlanError
-from sizing.memory import memory_fit
-from sizing.perf import ReplicaConfig, WorkloadShape, goodput
+from sizing.perf.load import ReplicaConfig, WorkloadShape, goodput
+from sizing.perf.memory import memory_fit
 from sizing.plan import SCHEMA_VERSION, Plan
-from sizing.planner import plan_stack
+from sizing.planning.candidates import size_replicas
+from sizing.planning.planner import plan_stack
 from sizing.stack import Stack, load_stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,7 +183,7 @@ def test_more_users_never_fewer_gpus(a: int, b: int) -> None:
 @given(st.floats(min_value=15, max_value=200), st.floats(min_value=15, max_value=200))
 def test_tighter_itl_never_cheaper(x: float, y: float) -> None:
     """Exact for the analytic search; within the simulation's back-off resolution once the finalists'
-    batching flags are tuned and simulated (sizing/batching.py backs the simulated load off by BACKOFF
+    batching flags are tuned and simulated (sizing/planning/batching.py backs the simulated load off by BACKOFF
     per failed try, so a looser target can land on a slightly smaller load: seen 1.1% dearer)."""
     tight, loose = sorted((x, y))
 
@@ -243,7 +243,7 @@ def test_other_regions_plan_at_their_own_prices() -> None:
 
 @pytest.mark.parametrize("name", ["dev", "scaleup-a100", "llama405b"])
 def test_pod_requests_fit_the_node(name: str) -> None:
-    from sizing.allocatable import node_allocatable
+    from sizing.planning.allocatable import node_allocatable
 
     for pool in plan(name).pools:
         inst = CAT.instance(pool.instance_type)

@@ -10,8 +10,8 @@ import pytest
 
 from infra import settings
 from infra.render import RenderResult
-from sizing.platform_defaults import number
-from sizing.system_nodes import _for_pods, requests, size_system_nodes, system_pods
+from sizing.catalog.platform import number
+from sizing.planning.system_nodes import _for_pods, requests, size_system_nodes, system_pods
 from tests import pulumi_harness as h
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog import load_catalog
-from sizing.cost import HOURS_PER_MONTH
+from sizing.catalog.lookup import load_catalog
+from sizing.cost.money import HOURS_PER_MONTH
+from sizing.cost.resources import PricingContext, Resource, load_resources, price_resources
 from sizing.errors import SpecError
 from sizing.plan import CostLine
-from sizing.pricing import PricingContext, Resource, load_resources, price_resources
 from tests.diff_support import cli_app, l4_plan
 
 URN = "urn:pulumi:dev::llmcap::{t}::{n}"
@@ -115,17 +115,17 @@ def test_diff_shows_preview_resources(tmp_path: Path) -> None:
 
 
 def test_every_pricing_module_is_registered() -> None:
-    """One module per priced type: each file in sizing/pricing/ with RESOURCE_TYPES is in the registry."""
+    """One module per priced type: each file in sizing/cost/resources/ with RESOURCE_TYPES is in the registry."""
     import importlib
     import pkgutil
 
-    import sizing.pricing as pkg
-    from sizing.pricing import registry
-    from sizing.pricing.free import is_free
+    import sizing.cost.resources as pkg
+    from sizing.cost.resources import registry
+    from sizing.cost.resources.free import is_free
 
     reg = registry()
     for m in pkgutil.iter_modules(pkg.__path__):
-        mod = importlib.import_module(f"sizing.pricing.{m.name}")
+        mod = importlib.import_module(f"sizing.cost.resources.{m.name}")
         for t in getattr(mod, "RESOURCE_TYPES", ()):
             assert reg[t] is mod.price, t
             assert not is_free(t) or t.startswith("kubernetes:"), f"{t} is both priced and free"
@@ -137,7 +137,7 @@ def test_rendered_program_is_priced(tmp_path: Path) -> None:
     priced from the catalog; the rest is known-free or shown as not priced by name."""
     pytest.importorskip("pulumi")
     render = pytest.importorskip("infra.render")
-    from sizing.commands.plan_cmd import plan_for
+    from sizing.cli.plan_cmd import plan_for
     from sizing.stack import load_stack
 
     stack_file = Path(__file__).parents[1] / "stacks" / "Pulumi.dev.yaml"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog import BUNDLED_DIR, load_catalog
-from sizing.cli import app
+from sizing.catalog.lookup import BUNDLED_DIR, load_catalog
+from sizing.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT.parent / "shared" / "reference" / "aws_gpu_on_demand_by_region.csv"

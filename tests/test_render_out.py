@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.render_dir import MARKER
+from sizing.cli.render_dir import MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = ROOT / "stacks"
 
 
 def render(*args: str) -> tuple[int, str]:
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     r = CliRunner().invoke(app, ["render", *args], env={"COLUMNS": "120", "NO_COLOR": "1"})
     return r.exit_code, r.output
@@ -25,15 +25,15 @@ def render(*args: str) -> tuple[int, str]:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    import sizing.catalog
-    import sizing.checkpoint_metadata
+    import sizing.catalog.checkpoint_metadata
+    import sizing.catalog.lookup
 
     shutil.copytree(STACKS, tmp_path / "stacks")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", tmp_path / "no-cache")
-    monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
-    monkeypatch.setattr(sizing.checkpoint_metadata, "CACHE_DIR", tmp_path / "no-checkpoints")
+    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", tmp_path / "no-cache")
+    monkeypatch.setattr(sizing.catalog.lookup, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.catalog.checkpoint_metadata, "CACHE_DIR", tmp_path / "no-checkpoints")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
     return tmp_path

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sizing.calibration_overlay import ENV_VAR
+from sizing.perf.overlay import ENV_VAR
 from sizing.plan import SCHEMA_VERSION as PLAN_SCHEMA_VERSION
 from tests.bench_helpers import bench_app, make_results, make_run
 from tests.plan_factory import make_plan

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog import BUNDLED_DIR, Catalog
-from sizing.saved_plan import (
+from sizing.catalog.lookup import BUNDLED_DIR, Catalog
+from sizing.planning.saved_plan import (
     SavedPlan,
     StalePlanError,
     check_current,
@@ -29,7 +29,7 @@ REGENERATE = "bash scripts/write_plans.sh"
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     r = CliRunner().invoke(app, list(args), env={**ENV, **(env or {})})
     return r.exit_code, r.output
@@ -37,13 +37,13 @@ def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 def no_local_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """As on a machine without `llmcap catalog refresh`, `llmcap calibrate` or cached checkpoint metadata."""
-    import sizing.catalog
-    import sizing.checkpoint_metadata
+    import sizing.catalog.checkpoint_metadata
+    import sizing.catalog.lookup
 
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", tmp_path / "no-cache")
-    monkeypatch.setattr(sizing.catalog, "_DEFAULT", {})
-    monkeypatch.setattr(sizing.checkpoint_metadata, "CACHE_DIR", tmp_path / "no-checkpoints")
+    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", tmp_path / "no-cache")
+    monkeypatch.setattr(sizing.catalog.lookup, "_DEFAULT", {})
+    monkeypatch.setattr(sizing.catalog.checkpoint_metadata, "CACHE_DIR", tmp_path / "no-checkpoints")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
 
@@ -82,7 +82,7 @@ def test_each_bundled_saved_plan_is_what_the_planner_gives_today(name: str, monk
                                                                  tmp_path: Path) -> None:
     """Not required for deploying (the saved plan is the reviewed artifact), but a saved plan that
     the code no longer reproduces means someone changed the planner without regenerating."""
-    from sizing.planner import plan_stack
+    from sizing.planning.planner import plan_stack
 
     no_local_data(monkeypatch, tmp_path)
     stack = load_stack(STACKS / f"Pulumi.{name}.yaml")
@@ -155,7 +155,7 @@ def test_plan_write_refuses_overrides_that_are_not_in_the_stack_file(stacks_copy
 
 
 def test_plan_write_records_a_local_catalog_and_overlay(stacks_copy: Path, tmp_path: Path) -> None:
-    from sizing.calibration_overlay import Overlay, OverlayEntry
+    from sizing.perf.overlay import Overlay, OverlayEntry
 
     s = saved(stacks_copy / "Pulumi.dev.plan.json")
     pool = s.plan.pools[0]
@@ -191,7 +191,7 @@ def test_a_saved_plan_file_is_accepted_wherever_a_plan_json_is(tmp_path: Path) -
 def test_the_pinned_catalog_answers_from_the_saved_plan_not_from_this_machine(tmp_path: Path) -> None:
     from dataclasses import asdict
 
-    from sizing.saved_plan import PinnedCatalog
+    from sizing.planning.saved_plan import PinnedCatalog
 
     s = saved(STACKS / "Pulumi.llama70b.plan.json")
     s.pinned.offerings = {t: ["use1-az9"] for t in s.pinned.offerings}  # as if the AWS answer had been different

@@ -1,4 +1,4 @@
-"""SLOs at any percentile (llmcap:workload.slo) and the planner's batching flags (sizing/batching.py):
+"""SLOs at any percentile (llmcap:workload.slo) and the planner's batching flags (sizing/planning/batching.py):
 targets parse with one-line errors naming the field, the old p95 keys still read, goodput honours
 every target, the plan reports p50/p95/p99 and the flags it chose, and says what binds."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog import load_catalog
-from sizing.cli import app
-from sizing.perf import ReplicaConfig, WorkloadShape, goodput
-from sizing.planner import plan_stack
+from sizing.catalog.lookup import load_catalog
+from sizing.cli.app import app
+from sizing.perf.load import ReplicaConfig, WorkloadShape, goodput
+from sizing.planning.planner import plan_stack
 from sizing.spec import Slo
 from sizing.stack import load_stack
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sizing.catalog import Catalog
+from sizing.catalog.lookup import Catalog
 from sizing.errors import NoFeasiblePlanError
 from sizing.plan import Plan
-from sizing.planner import plan_stack
+from sizing.planning.planner import plan_stack
 from sizing.stack import stack_from_config
 
 CAT = Catalog()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.cli import app
+from sizing.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
@@ -59,7 +59,7 @@ def test_prequantized_precision_without_checkpoint(tmp_path: Path) -> None:
 def test_bundled_stacks_validate_clean_and_fast() -> None:
     for path in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "sizing.cli", "validate", str(path)], capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "sizing.cli.app", "validate", str(path)], capture_output=True,
                            text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")})
         elapsed = time.perf_counter() - t0
         assert r.returncode == 0 and r.stderr == "", r.stderr

@@ -95,10 +95,10 @@ STEPS = [
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    import sizing.catalog
+    import sizing.catalog.lookup
 
     monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    monkeypatch.setattr(sizing.catalog, "USER_CACHE_DIR", tmp_path / "no-catalog")
+    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", tmp_path / "no-catalog")
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
     (tmp_path / "stacks").symlink_to(ROOT / "stacks")
     monkeypatch.chdir(tmp_path)
@@ -106,7 +106,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def _prepare_plans(cwd: Path) -> None:
-    from sizing.commands.plan_cmd import plan_for
+    from sizing.cli.plan_cmd import plan_for
 
     (cwd / "before.json").write_text(plan_for(Path("stacks/Pulumi.dev.yaml")).to_json())
     (cwd / "after.json").write_text(
@@ -121,7 +121,7 @@ def _cut(text: str) -> str:
 
 
 def test_walkthrough_transcript_is_current(workdir: Path, update_golden: bool) -> None:
-    from sizing.cli import app
+    from sizing.cli.app import app
 
     _prepare_plans(workdir)
     parts = ["# A first session with llmcap", "",

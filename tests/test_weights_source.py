@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog import Catalog
-from sizing.cli import app
+from sizing.catalog.lookup import Catalog
+from sizing.catalog.weights_source import require_weights_source
+from sizing.cli.app import app
 from sizing.errors import SpecError
-from sizing.planner import plan_stack
+from sizing.planning.planner import plan_stack
 from sizing.stack import load_stack
-from sizing.weights_source import require_weights_source
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 runner = CliRunner()

@@ -1,5 +1,5 @@
 """Renderers for `llmcap compare`: a side-by-side rich table and markdown, from the comparison JSON
-document (sizing.compare.comparison_json). Pure functions of that document; no planning here."""
+document (sizing.analysis.compare.comparison_json). Pure functions of that document; no planning here."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sizing.diff import CostDiff, Side, StackDiff
+from sizing.analysis.diff import CostDiff, Side, StackDiff
 from sizing.plan import CostLine
 from sizing.report.plan_views import _md_table, money
 

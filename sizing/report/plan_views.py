@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sizing.binding import LABELS
-from sizing.cold_start import cold_start
-from sizing.cost import HOURS_PER_MONTH
+from sizing.cost.money import HOURS_PER_MONTH
 from sizing.humanize import num, plural, usd
+from sizing.perf.binding import LABELS
+from sizing.perf.cold_start import cold_start
 from sizing.plan import Plan, Pool
 
 
@@ -31,7 +31,7 @@ def _slo(plan: Plan) -> tuple[float, float]:
 def precision_label(precision: str, gpu: str) -> str:
     """The precision as it runs on this GPU: `fp8 (weight-only)` where the GPU has no FP8 tensor cores
     (Ampere runs FP8 weights through FP8 Marlin with 16-bit math: precisions.csv fallback_on_other_archs)."""
-    from sizing.catalog import load_catalog
+    from sizing.catalog.lookup import load_catalog
     from sizing.errors import LlmcapError
 
     try:

@@ -1,0 +1,408 @@
+"""Cost diff between two versions of the stacks: the model behind `llmcap diff`.
+
+Reads stack files and their saved plans (`stacks/Pulumi.<env>.plan.json`, see sizing/planning/saved_plan.py)
+from git (`git show REF:path`, subprocess, no GitPython) or the working tree. A side whose ref has a
+saved plan is that plan (what `pulumi up` deploys at that ref), checked against the stack file's
+fingerprint there; a side without one is planned here with the bundled calibration only (no user
+overlay, so a diff reproduces on any machine). Each side says which (`plan_source`). Returns a
+`CostDiff`: one versioned model that diff_views renders as markdown (the PR comment), JSON and a
+table. A side that cannot be planned (invalid, infeasible, or a stale saved plan) keeps its reason;
+its cost is unknown (None), never $0. A stack file renamed between the refs (same or similar text)
+is one `renamed` stack, not removed + added. Must not import pulumi or boto3.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sizing.errors import LlmcapError, SpecError
+from sizing.plan import CostLine, Plan
+
+DIFF_SCHEMA_VERSION = 1
+DEFAULT_STACKS_GLOB = "stacks/Pulumi.*.yaml"
+Status = Literal["added", "removed", "modified", "unchanged", "renamed"]
+PlanSource = Literal["saved", "re-planned"]
+RENAME_SIMILARITY = 0.6  # difflib ratio of two stack files' text above which a removed + added pair is a rename
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ApiPick(_M):
+    """The cheapest hosted API for the same traffic."""
+
+    provider: str
+    model: str
+    usd_per_month_same_traffic: float
+    ratio_to_self_hosted: float
+
+
+class Side(_M):
+    """One side of a stack's diff: a summary of its Plan, or why there is none.
+
+    `usd_per_month` is the all-in monthly bill (GPU instances + platform) at the planned size;
+    the range is node-group minimums .. autoscaling maximums, platform included.
+    """
+
+    ref: str
+    planned: bool
+    reason: str | None = None  # why there is no plan (invalid stack file, infeasible, stale saved plan)
+    plan_source: PlanSource | None = None  # the ref's saved plan, or planned here (None: --from/--to files)
+    plan_file: str | None = None  # the saved plan's path at the ref, when there is one
+    model: str | None = None
+    region: str | None = None
+    gpus: int | None = None
+    instances: int | None = None
+    gpu_types: list[str] = Field(default_factory=list)
+    instance_types: list[str] = Field(default_factory=list)
+    pools: list[str] = Field(default_factory=list)  # "2× g6.12xlarge (L4 ×4, TP1, fp8, on-demand)"
+    usd_per_hour: float | None = None  # GPU instances at desired size
+    gpu_usd_per_month: float | None = None
+    platform_usd_per_month: float | None = None
+    usd_per_month: float | None = None  # all-in, expected
+    usd_per_month_min: float | None = None
+    usd_per_month_max: float | None = None
+    usd_per_million_output_tokens: float | None = None  # all-in, planned load
+    budget_usd_month: float | None = None  # the stack's llmcap:budget_usd_month (all-in), if set
+    demand_output_tokens_per_s: float | None = None
+    concurrent_users: float | None = None
+    ttft_p95_ms_slo: float | None = None
+    itl_p95_ms_slo: float | None = None
+    cheapest_api: ApiPick | None = None
+    cost_lines: list[CostLine] = Field(default_factory=list)
+    resources: list[CostLine] = Field(default_factory=list)  # priced from --preview-json, when given
+
+
+class StackDiff(_M):
+    stack: str
+    path: str
+    status: Status
+    before: Side | None
+    after: Side | None
+    delta_usd_per_month: float | None  # None when either side has no price
+    delta_percent: float | None  # None when there is no base to divide by
+    delta_usd_per_hour: float | None = None
+    renamed_from: str | None = None  # the stack file's path at base, for a renamed stack
+    notes: list[str] = Field(default_factory=list)
+
+
+class CostDiff(_M):
+    schema_version: int = DIFF_SCHEMA_VERSION
+    base: str
+    head: str
+    source: Literal["git", "saved-plans"] = "git"  # planned here from git, or re-rendered from saved plans
+    stacks: list[StackDiff]
+    unchanged_files: int = 0  # stack files whose text is identical on both sides (not planned)
+    total_before_usd_per_month: float
+    total_after_usd_per_month: float
+    total_delta_usd_per_month: float
+    total_delta_percent: float | None
+    stacks_not_priced: list[str] = Field(default_factory=list)  # stacks whose delta is unknown
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+# ---------------------------------------------------------------- plans to sides
+
+
+def side_from_plan(plan: Plan, ref: str) -> Side:
+    t = plan.totals
+    slo = plan.workload.get("slo", {}) or {}
+    traffic = plan.workload.get("traffic", {}) or {}
+    api = min(plan.api_comparison, key=lambda a: a.usd_per_month_same_traffic) if plan.api_comparison else None
+    platform = t.platform_usd_per_month
+    return Side(
+        ref=ref, planned=True, model=plan.model, region=plan.region, gpus=t.gpus, instances=t.instances,
+        gpu_types=sorted({p.gpu for p in plan.pools}), instance_types=sorted({p.instance_type for p in plan.pools}),
+        pools=[f"{p.instances_desired}× {p.instance_type} ({p.gpu} ×{p.gpus_per_instance}, TP{p.tensor_parallel}"
+               f"{'×PP' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''}, {p.precision}, {p.purchase})"
+               for p in plan.pools],
+        usd_per_hour=round(t.usd_per_hour, 4), gpu_usd_per_month=round(t.usd_per_month, 2),
+        platform_usd_per_month=round(platform, 2), usd_per_month=round(t.all_in_usd_per_month, 2),
+        usd_per_month_min=round(t.usd_per_month_min + platform, 2),
+        usd_per_month_max=round(t.usd_per_month_max + platform, 2),
+        usd_per_million_output_tokens=t.all_in_usd_per_million_output_tokens,
+        demand_output_tokens_per_s=t.demand_output_tokens_per_s,
+        concurrent_users=traffic.get("concurrent_users"), budget_usd_month=plan.budget_usd_month,
+        ttft_p95_ms_slo=slo.get("ttft_p95_ms"), itl_p95_ms_slo=slo.get("itl_p95_ms"),
+        cheapest_api=ApiPick(provider=api.provider, model=api.model,
+                             usd_per_month_same_traffic=api.usd_per_month_same_traffic,
+                             ratio_to_self_hosted=api.ratio_to_self_hosted) if api else None,
+        cost_lines=list(plan.cost_lines),
+    )
+
+
+def side_unplanned(ref: str, error: LlmcapError, kind: str | None = None) -> Side:
+    kind = kind or ("infeasible" if error.exit_code == 3 else "invalid")
+    return Side(ref=ref, planned=False, reason=f"{kind}: " + "; ".join(error.problems))
+
+
+def _same_plan(a: Side, b: Side) -> bool:
+    keys = ("planned", "model", "region", "pools", "usd_per_month", "usd_per_month_min", "usd_per_month_max",
+            "usd_per_million_output_tokens", "ttft_p95_ms_slo", "itl_p95_ms_slo", "cost_lines", "resources")
+    return all(getattr(a, k) == getattr(b, k) for k in keys)
+
+
+def stack_diff(stack: str, path: str, before: Side | None, after: Side | None,
+               renamed_from: str | None = None) -> StackDiff:
+    """Status and deltas of one stack. A missing side counts as $0 (added/removed); an unplanned
+    side has no price, so the delta is unknown (None), not a number."""
+    if before is None and after is None:
+        raise ValueError("a stack diff needs at least one side")
+    status: Status
+    if renamed_from is not None:
+        status = "renamed"
+    elif before is None:
+        status = "added"
+    elif after is None:
+        status = "removed"
+    else:
+        status = "unchanged" if _same_plan(before, after) else "modified"
+    b = 0.0 if before is None else before.usd_per_month
+    a = 0.0 if after is None else after.usd_per_month
+    bh = 0.0 if before is None else before.usd_per_hour
+    ah = 0.0 if after is None else after.usd_per_hour
+    notes: list[str] = []
+    delta = None if a is None or b is None else round(a - b, 2)
+    pct = round(100.0 * delta / b, 2) if delta is not None and b else None
+    if renamed_from is not None:
+        changed = "" if before is not None and after is not None and _same_plan(before, after) else \
+            "; its plan changed too"
+        notes.append(f"renamed from {renamed_from}{changed}: Pulumi sees a new stack {stack!r}; the old stack's "
+                     "resources stay until it is destroyed (pulumi destroy -s OLD)")
+    for side, name in ((before, "before"), (after, "after")):
+        if side is not None and not side.planned:
+            notes.append(f"{name}: {side.reason}")
+    return StackDiff(stack=stack, path=path, status=status, before=before, after=after,
+                     delta_usd_per_month=delta, delta_percent=pct,
+                     delta_usd_per_hour=None if ah is None or bh is None else round(ah - bh, 4),
+                     renamed_from=renamed_from, notes=notes)
+
+
+def build_diff(base: str, head: str, stacks: list[StackDiff], unchanged_files: int = 0,
+               source: Literal["git", "saved-plans"] = "git") -> CostDiff:
+    stacks = sorted(stacks, key=lambda s: s.stack)
+    before = sum(s.before.usd_per_month for s in stacks if s.before and s.before.usd_per_month is not None
+                 and s.delta_usd_per_month is not None)
+    after = sum(s.after.usd_per_month for s in stacks if s.after and s.after.usd_per_month is not None
+                and s.delta_usd_per_month is not None)
+    delta = round(sum(s.delta_usd_per_month for s in stacks if s.delta_usd_per_month is not None), 2)
+    return CostDiff(base=base, head=head, source=source, stacks=stacks, unchanged_files=unchanged_files,
+                    total_before_usd_per_month=round(before, 2), total_after_usd_per_month=round(after, 2),
+                    total_delta_usd_per_month=delta,
+                    total_delta_percent=round(100.0 * delta / before, 2) if before else None,
+                    stacks_not_priced=[s.stack for s in stacks if s.delta_usd_per_month is None])
+
+
+def diff_plans(before: Plan | None, after: Plan | None, base: str = "from", head: str = "to") -> CostDiff:
+    """Diff two saved plans (`--from a.json --to b.json`) without recomputing."""
+    name = (after or before).stack if (after or before) else "stack"  # type: ignore[union-attr]
+    sd = stack_diff(name, "", side_from_plan(before, base) if before else None,
+                    side_from_plan(after, head) if after else None)
+    return build_diff(base, head, [sd], source="saved-plans")
+
+
+# ---------------------------------------------------------------- git
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    try:
+        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise SpecError("git is not installed or not on PATH; llmcap diff --base needs it") from None
+    if r.returncode != 0:
+        msg = (r.stderr or r.stdout).strip().splitlines()
+        raise SpecError(f"git {' '.join(args)}: {msg[-1] if msg else 'failed'}")
+    return r.stdout
+
+
+def repo_root(cwd: Path) -> Path:
+    return Path(_git(["rev-parse", "--show-toplevel"], cwd).strip())
+
+
+def _check_ref(ref: str, root: Path) -> None:
+    if ref.startswith("-"):
+        raise SpecError(f"--base/--head {ref!r}: not a git ref")
+    try:
+        _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
+    except SpecError:
+        raise SpecError(f"{ref!r} is not a commit in this repository (in CI, check out with fetch-depth: 0)") from None
+
+
+def _matches(path: str, pattern: str) -> bool:
+    """Glob match with Path.glob's meaning: `*` stays within one folder unless the pattern has `**`."""
+    if "**" not in pattern and path.count("/") != pattern.count("/"):
+        return False
+    return fnmatch.fnmatchcase(path, pattern)
+
+
+def files_at(ref: str | None, root: Path, pattern: str) -> dict[str, str]:
+    """Stack files matching `pattern` (relative to the repo root) at `ref`, or in the working tree
+    when ref is None: path → text."""
+    if ref is None:
+        return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+                for p in sorted(root.glob(pattern)) if p.is_file()}
+    names = [n for n in _git(["ls-tree", "-r", "--name-only", ref], root).splitlines() if _matches(n, pattern)]
+    return {n: _git(["show", f"{ref}:{n}"], root) for n in names}
+
+
+def saved_plans_at(ref: str | None, root: Path, stack_paths: list[str]) -> dict[str, str]:
+    """The saved plan text of each stack file that has one at `ref` (None = the working tree):
+    stack path → plan text."""
+    from sizing.planning.saved_plan import saved_plan_path
+
+    wanted = {saved_plan_path(p).as_posix(): p for p in stack_paths}
+    if ref is None:
+        return {stack: (root / plan).read_text(encoding="utf-8") for plan, stack in wanted.items()
+                if (root / plan).is_file()}
+    if not wanted:
+        return {}
+    present = _git(["ls-tree", "-r", "--name-only", ref, "--", *sorted(wanted)], root).splitlines()
+    return {wanted[n]: _git(["show", f"{ref}:{n}"], root) for n in present if n in wanted}
+
+
+Planner = Callable[[str, str, str], Plan]
+
+
+def default_planner(catalog_dir: Path | None = None) -> Planner:
+    """Plan a stack from its file text with the bundled calibration only (reproducible)."""
+
+    def plan_text(name: str, text: str, source: str) -> Plan:
+        from sizing.catalog.lookup import load_catalog
+        from sizing.cli.validate_cmd import check_names
+        from sizing.planning.planner import plan_stack
+        from sizing.stack import stack_from_config
+
+        stack = stack_from_config(name, config_from_text(text, source), source)
+        check_names(stack, catalog_dir)
+        return plan_stack(stack, load_catalog(catalog_dir), None, goodput_scale=None)
+
+    return plan_text
+
+
+def config_from_text(text: str, source: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise SpecError(f"{source}: not valid YAML") from None
+    doc = doc or {}
+    if not isinstance(doc, dict):
+        raise SpecError(f"{source}: a stack file is a mapping with a `config:` key")
+    config = doc.get("config") or {}
+    if not isinstance(config, dict):
+        raise SpecError(f"{source}: `config:` must be a mapping")
+    return config
+
+
+def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tuple[Side, Any]:
+    """A side from the ref's saved plan, checked against the stack file there; (side, SavedPlan or None)."""
+    from sizing.planning.saved_plan import StalePlanError, check_current, parse_saved_plan, saved_plan_path
+    from sizing.stack import stack_from_config
+
+    plan_file = saved_plan_path(path).as_posix()
+    try:
+        stack = stack_from_config(name, config_from_text(text, f"{ref}:{path}"), f"{ref}:{path}")
+        saved = parse_saved_plan(plan_text, f"{ref}:{plan_file}", path)
+        check_current(saved, stack, path)
+    except StalePlanError as e:
+        side = side_unplanned(ref, e, "stale saved plan")
+        return side.model_copy(update={"plan_source": "saved", "plan_file": plan_file}), None
+    except LlmcapError as e:
+        return side_unplanned(ref, e).model_copy(update={"plan_source": "saved", "plan_file": plan_file}), None
+    side = side_from_plan(saved.plan, ref).model_copy(update={"plan_source": "saved", "plan_file": plan_file})
+    return side, saved
+
+
+def _declared_budget(text: str) -> float | None:
+    """The `llmcap:budget_usd_month` a stack file declares, read even when the stack cannot be planned."""
+    try:
+        v = config_from_text(text, "").get("llmcap:budget_usd_month")
+    except LlmcapError:
+        return None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
+def _side(planner: Planner, name: str, text: str, ref: str, path: str, plan_text: str | None = None) -> Side:
+    if plan_text is not None:
+        side = saved_side(name, text, plan_text, ref, path)[0]
+    else:
+        try:
+            side = side_from_plan(planner(name, text, f"{ref}:{path}"), ref)
+        except LlmcapError as e:
+            side = side_unplanned(ref, e)
+        side = side.model_copy(update={"plan_source": "re-planned"})
+    if not side.planned:  # its own budget gate still applies (and fails closed)
+        side = side.model_copy(update={"budget_usd_month": _declared_budget(text)})
+    return side
+
+
+def pair_renames(removed: dict[str, str], added: dict[str, str]) -> dict[str, str]:
+    """Added path → removed path for stack files that were renamed: the same text, else the most
+    similar text above RENAME_SIMILARITY (difflib ratio, as git's rename detection scores similarity)."""
+    import difflib
+
+    pairs: dict[str, str] = {}
+    left = dict(removed)
+    for new_path, new_text in sorted(added.items()):
+        same = next((p for p, t in sorted(left.items()) if t == new_text), None)
+        if same is None:
+            scored = sorted(((difflib.SequenceMatcher(None, t, new_text).ratio(), p) for p, t in left.items()),
+                            reverse=True)
+            same = scored[0][1] if scored and scored[0][0] >= RENAME_SIMILARITY else None
+        if same is not None:
+            pairs[new_path] = same
+            del left[same]
+    return pairs
+
+
+def diff_refs(base: str, head: str | None, pattern: str = DEFAULT_STACKS_GLOB, cwd: Path | None = None,
+              planner: Planner | None = None) -> CostDiff:
+    """Every stack file matching `pattern` added, removed or changed between base and head
+    (None = the working tree), planned on both sides."""
+    from sizing.stack import stack_name
+
+    root = repo_root(cwd or Path.cwd())
+    _check_ref(base, root)
+    if head is not None:
+        _check_ref(head, root)
+    plan = planner or default_planner()
+    old, new = files_at(base, root, pattern), files_at(head, root, pattern)
+    old_plans, new_plans = saved_plans_at(base, root, sorted(old)), saved_plans_at(head, root, sorted(new))
+    head_label = head or "working tree"
+    renames = pair_renames({p: t for p, t in old.items() if p not in new},
+                           {p: t for p, t in new.items() if p not in old})
+    renamed_old = set(renames.values())
+    out: list[StackDiff] = []
+    same = 0
+    for path in sorted(set(old) | set(new)):
+        if path in renamed_old:
+            continue
+        if old.get(path) == new.get(path) and old_plans.get(path) == new_plans.get(path):
+            same += 1
+            continue
+        name = stack_name(Path(path))
+        was = renames.get(path, path)
+        b = _side(plan, stack_name(Path(was)), old[was], base, was, old_plans.get(was)) if was in old else None
+        a = _side(plan, name, new[path], head_label, path, new_plans.get(path)) if path in new else None
+        out.append(stack_diff(name, path, b, a, renamed_from=was if was != path else None))
+    return build_diff(base, head_label, out, same)
+
+
+def attach_resources(diff: CostDiff, stack: str, lines: list[CostLine]) -> None:
+    """Add resource-level lines (priced from a preview or render) to a stack's head side."""
+    for s in diff.stacks:
+        if s.stack == stack and s.after is not None:
+            s.after.resources = lines
+            return
+    known = ", ".join(s.stack for s in diff.stacks if s.after is not None) or "none"
+    raise SpecError(f"--preview-json: stack {stack!r} is not in this diff (stacks with a head side: {known})")

@@ -1,0 +1,527 @@
+"""Typed loaders and lookups over the catalog data files (sizing/data/*.csv).
+
+Every row keeps its `source` and `as_of`. Lookups accept names case-insensitively and
+suggest near misses ("did you mean H100-SXM?"). A catalog directory given by the user
+(`--catalog DIR`, `$LLMCAP_CATALOG_DIR`, or the user cache written by
+`llmcap catalog refresh`) overrides the bundled files it contains; the rest stay bundled.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from sizing.errors import CatalogLookupError
+
+BUNDLED_DIR = Path(__file__).parent.parent / "data"
+USER_CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llmcap" / "catalog"
+CATALOG_FILES = ("gpus.csv", "instances.csv", "prices.csv", "offerings.csv", "models.csv",
+                 "api_prices.csv", "platform_prices.csv", "precisions.csv", "engines.csv")
+
+
+def _f(v: str) -> float | None:
+    v = (v or "").strip()
+    return float(v) if v else None
+
+
+def _i(v: str) -> int | None:
+    v = (v or "").strip()
+    return int(float(v)) if v else None
+
+
+def _yes(v: str) -> bool:
+    return (v or "").strip().lower() in ("yes", "true", "1")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU model's datasheet figures. Throughputs are dense (no sparsity), per GPU."""
+
+    name: str
+    architecture: str
+    memory_gib: float
+    memory_bandwidth_gbs: float
+    bf16_dense_tflops: float | None
+    fp16_dense_tflops: float | None
+    fp8_dense_tflops: float | None
+    fp4_dense_tflops: float | None
+    int8_dense_tops: float | None
+    fp8_supported: bool
+    bf16_supported: bool
+    nvlink_bandwidth_gbs: float | None
+    tdp_w: float | None
+    source: str
+    as_of: str
+
+    @property
+    def generation(self) -> str:
+        """Ampere, Ada, Hopper, Blackwell or Turing: the key for fitted efficiencies."""
+        for g in ("Ampere", "Ada", "Hopper", "Blackwell", "Turing"):
+            if self.architecture.lower().startswith(g.lower()):
+                return g
+        return self.architecture.split()[0]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One EC2 instance size. `gpu_count` may be fractional (g6f: a slice of one L4)."""
+
+    instance_type: str
+    family: str
+    gpu: str
+    gpu_count: float
+    gpu_memory_gib_each: float
+    vcpus: int
+    memory_gib: float
+    local_nvme_gb: int
+    network_gbps: float | None
+    efa: bool
+    gpu_interconnect: str  # "nvlink" or "pcie"
+    source: str
+    as_of: str
+
+    @property
+    def is_fractional(self) -> bool:
+        return self.gpu_count < 1
+
+    @property
+    def whole_gpus(self) -> int:
+        return int(self.gpu_count) if self.gpu_count >= 1 else 0
+
+    @property
+    def is_p_family(self) -> bool:
+        return self.family.startswith("p")
+
+
+@dataclass(frozen=True)
+class Price:
+    instance_type: str
+    region: str
+    purchase: str  # on-demand | spot
+    usd_per_hour: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """Architecture facts of one model (from its Hugging Face config.json).
+
+    Parameter counts are in billions (1e9). `head_dim` is None for MLA models.
+    `sliding_window_layers` are 0-based indices of layers that use the window.
+    """
+
+    hf_id: str
+    short_name: str
+    family: str
+    params_total_b: float
+    params_active_b: float
+    num_layers: int
+    hidden_size: int
+    intermediate_size: int | None
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int | None
+    vocab_size: int
+    tie_word_embeddings: bool
+    max_position_embeddings: int
+    attention_kind: str
+    sliding_window: int | None = None
+    sliding_window_layers: tuple[int, ...] = ()
+    mla_kv_lora_rank: int | None = None
+    mla_qk_rope_head_dim: int | None = None
+    mla_qk_nope_head_dim: int | None = None
+    mla_v_head_dim: int | None = None
+    moe_num_experts: int | None = None
+    moe_experts_per_token: int | None = None
+    moe_shared_experts: int | None = None
+    moe_intermediate_size: int | None = None
+    first_k_dense_layers: int | None = None
+    torch_dtype: str | None = None
+    source: str = ""
+    as_of: str = ""
+    # filled by the architecture readers (sizing/catalog/architectures/) for configs and catalog rows alike
+    model_type: str = ""  # the config's model_type (llama, deepseek_v3, gpt_oss, ...)
+    expert_params_b: float | None = None  # all routed experts of all layers, billions
+    native_expert_format: str | None = None  # "mxfp4": the published checkpoint stores experts in MXFP4
+    mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (num_nextn_predict_layers)
+    mtp_params_b: float = 0.0  # their parameters, billions, NOT in params_total_b (loaded only for MTP drafts)
+    checkpoint_quant: str | None = None  # quantization_config.quant_method of the published checkpoint
+    params_source: str = "model card"  # where params_total_b comes from (shown in the plan's assumptions)
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.moe_num_experts)
+
+    @property
+    def is_mla(self) -> bool:
+        return self.mla_kv_lora_rank is not None
+
+
+@dataclass(frozen=True)
+class ApiPrice:
+    """A hosted-API price in USD per 1M tokens."""
+
+    model: str
+    provider: str
+    provider_model_id: str
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class PlatformPrice:
+    item: str
+    unit: str
+    usd: float
+    region: str
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class PrecisionFormat:
+    """How a weight precision is stored and computed (from precisions.csv)."""
+
+    name: str
+    weight_bits: int
+    group_size: int  # 0 = per-channel or none
+    scale_bits: int  # bits of scale (and zero point) per group
+    quantizes_embeddings: bool
+    activation_dtype_native: str  # the tensor-core dtype when natively supported
+    native_activation_archs: tuple[str, ...]
+    supported_archs: tuple[str, ...]  # GPU generations that run it at all (natively or weight-only)
+    fallback_on_other_archs: str  # "weight-only" or "none" (unsupported)
+    needs_prequantized_checkpoint: bool  # AWQ/GPTQ/INT8/FP4 need a quantized checkpoint; FP8 quantizes on load
+    vllm_quantization: str
+    source: str
+    as_of: str
+
+    @property
+    def bytes_per_param(self) -> float:
+        """Bytes per quantized weight including its share of group scales."""
+        extra = self.scale_bits / self.group_size if self.group_size else 0.0
+        return (self.weight_bits + extra) / 8.0
+
+
+@dataclass(frozen=True)
+class EngineDefaults:
+    """A serving engine's defaults and fixed per-GPU memory costs (GiB per GPU)."""
+
+    engine: str
+    default_max_num_seqs: int
+    default_max_num_batched_tokens: int
+    default_gpu_memory_utilization: float
+    cuda_context_gib_per_gpu: float
+    cuda_graphs_gib_per_gpu: float
+    source: str
+    as_of: str
+
+
+def _parse_layers(v: str) -> tuple[int, ...]:
+    v = (v or "").strip().lower()
+    if not v or v == "none":
+        return ()
+    if v.startswith("even"):
+        return ("even",)  # type: ignore[return-value]  # resolved against num_layers below
+    if v.startswith("odd"):
+        return ("odd",)  # type: ignore[return-value]
+    out: list[int] = []
+    for part in v.replace(";", " ").replace(",", " ").split():
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part.isdigit():
+            out.append(int(part))
+    return tuple(out)
+
+
+def _model_from_row(r: dict[str, str]) -> ModelArch:
+    n_layers = int(r["num_layers"])
+    layers = _parse_layers(r.get("sliding_window_layers", ""))
+    if layers and isinstance(layers[0], str):
+        start = 0 if layers[0] == "even" else 1
+        layers = tuple(range(start, n_layers, 2))
+    return ModelArch(
+        hf_id=r["hf_id"], short_name=r["short_name"], family=r["family"],
+        params_total_b=float(r["params_total_b"]), params_active_b=float(r["params_active_b"]),
+        num_layers=n_layers, hidden_size=int(r["hidden_size"]),
+        intermediate_size=_i(r["intermediate_size"]), num_attention_heads=int(r["num_attention_heads"]),
+        num_kv_heads=int(r["num_kv_heads"]), head_dim=_i(r["head_dim"]), vocab_size=int(r["vocab_size"]),
+        tie_word_embeddings=_yes(r["tie_word_embeddings"]),
+        max_position_embeddings=int(r["max_position_embeddings"]), attention_kind=r["attention_kind"],
+        sliding_window=_i(r["sliding_window"]), sliding_window_layers=layers,
+        mla_kv_lora_rank=_i(r["mla_kv_lora_rank"]), mla_qk_rope_head_dim=_i(r["mla_qk_rope_head_dim"]),
+        mla_qk_nope_head_dim=_i(r["mla_qk_nope_head_dim"]), mla_v_head_dim=_i(r["mla_v_head_dim"]),
+        moe_num_experts=_i(r["moe_num_experts"]), moe_experts_per_token=_i(r["moe_experts_per_token"]),
+        moe_shared_experts=_i(r["moe_shared_experts"]), moe_intermediate_size=_i(r["moe_intermediate_size"]),
+        first_k_dense_layers=_i(r["first_k_dense_layers"]), torch_dtype=r["torch_dtype"] or None,
+        source=r["source"], as_of=r["as_of"],
+    )
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def suggestions(name: str, choices: list[str], n: int = 3) -> list[str]:
+    """The choices nearest to `name`, most similar first: those containing it (ignoring case and
+    punctuation) ahead of the rest, then by difflib similarity of the normalised names."""
+    key, tail = _norm(name), _norm(name.rsplit("/", 1)[-1])
+    if not key:
+        return []
+    scored = []
+    for c in dict.fromkeys(choices):
+        nc, ctail = _norm(c), _norm(c.rsplit("/", 1)[-1])
+        ratio = max(difflib.SequenceMatcher(None, key, nc).ratio(), difflib.SequenceMatcher(None, tail, ctail).ratio())
+        contains = key in nc or nc in key or bool(tail) and tail in ctail
+        if contains or ratio >= 0.6:
+            scored.append((not contains, -ratio, len(c), c))
+    return [c for *_k, c in sorted(scored)[:n]]
+
+
+def _suggest(name: str, choices: list[str]) -> str:
+    close = suggestions(name, choices)
+    if close:
+        return " (did you mean " + " or ".join(close) + "?)"
+    return ""
+
+
+@dataclass
+class Catalog:
+    """All catalog tables, read from `directory` with bundled fallbacks per file."""
+
+    directory: Path | None = None
+    overridden: list[str] = field(default_factory=list)
+
+    def _path(self, name: str) -> Path:
+        if self.directory is not None and (self.directory / name).is_file():
+            if name not in self.overridden:
+                self.overridden.append(name)
+            return self.directory / name
+        return BUNDLED_DIR / name
+
+    def _rows(self, name: str) -> list[dict[str, str]]:
+        with self._path(name).open(newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+
+    # --- tables -------------------------------------------------------------------------
+    @cached_property
+    def gpus(self) -> dict[str, Gpu]:
+        out = {}
+        for r in self._rows("gpus.csv"):
+            out[r["gpu"]] = Gpu(
+                name=r["gpu"], architecture=r["architecture"], memory_gib=float(r["memory_gib"]),
+                memory_bandwidth_gbs=float(r["memory_bandwidth_gbs"]),
+                bf16_dense_tflops=_f(r["bf16_dense_tflops"]), fp16_dense_tflops=_f(r["fp16_dense_tflops"]),
+                fp8_dense_tflops=_f(r["fp8_dense_tflops"]), fp4_dense_tflops=_f(r["fp4_dense_tflops"]),
+                int8_dense_tops=_f(r["int8_dense_tops"]), fp8_supported=_yes(r["fp8_supported"]),
+                bf16_supported=_yes(r["bf16_supported"]), nvlink_bandwidth_gbs=_f(r["nvlink_bandwidth_gbs"]),
+                tdp_w=_f(r["tdp_w"]), source=r["source"], as_of=r["as_of"])
+        return out
+
+    @cached_property
+    def instances(self) -> dict[str, Instance]:
+        out = {}
+        for r in self._rows("instances.csv"):
+            out[r["instance_type"]] = Instance(
+                instance_type=r["instance_type"], family=r["family"], gpu=r["gpu"],
+                gpu_count=float(r["gpu_count"]), gpu_memory_gib_each=float(r["gpu_memory_gib_each"]),
+                vcpus=int(r["vcpus"]), memory_gib=float(r["memory_gib"]),
+                local_nvme_gb=_i(r["local_nvme_gb"]) or 0, network_gbps=_f(r["network_gbps"]),
+                efa=_yes(r["efa"]), gpu_interconnect=r["gpu_interconnect"], source=r["source"], as_of=r["as_of"])
+        return out
+
+    @cached_property
+    def prices(self) -> dict[tuple[str, str, str], Price]:
+        """(instance_type, region, purchase) -> Price."""
+        out = {}
+        for r in self._rows("prices.csv"):
+            p = Price(r["instance_type"], r["region"], r["purchase"], float(r["usd_per_hour"]), r["source"], r["as_of"])
+            out[(p.instance_type, p.region, p.purchase)] = p
+        return out
+
+    @cached_property
+    def offerings(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """(instance_type, region) -> availability-zone IDs that offer it (e.g. use1-az1)."""
+        acc: dict[tuple[str, str], list[str]] = {}
+        for r in self._rows("offerings.csv"):
+            acc.setdefault((r["instance_type"], r["region"]), []).append(r["availability_zone_id"])
+        return {k: tuple(sorted(v)) for k, v in acc.items()}
+
+    @cached_property
+    def models(self) -> dict[str, ModelArch]:
+        from sizing.catalog.architectures import complete
+
+        return {r["hf_id"]: complete(_model_from_row(r)) for r in self._rows("models.csv")}
+
+    @cached_property
+    def api_prices(self) -> list[ApiPrice]:
+        out = []
+        for r in self._rows("api_prices.csv"):
+            i, o = _f(r["input_usd_per_mtok"]), _f(r["output_usd_per_mtok"])
+            if i is None or o is None:
+                continue  # a known gap, kept in the data file as an empty row
+            out.append(ApiPrice(r["model"], r["provider"], r["provider_model_id"], i, o, r["source"], r["as_of"]))
+        return out
+
+    @cached_property
+    def platform_prices(self) -> dict[str, PlatformPrice]:
+        return {r["item"]: PlatformPrice(r["item"], r["unit"], float(r["usd"]), r["region"], r["source"], r["as_of"])
+                for r in self._rows("platform_prices.csv")}
+
+    @cached_property
+    def precisions(self) -> dict[str, PrecisionFormat]:
+        return {r["precision"]: PrecisionFormat(
+            name=r["precision"], weight_bits=int(r["weight_bits"]), group_size=int(r["group_size"] or 0),
+            scale_bits=int(r["scale_bits"] or 0), quantizes_embeddings=_yes(r["quantizes_embeddings"]),
+            activation_dtype_native=r["activation_dtype_native"],
+            native_activation_archs=tuple(a for a in r["native_activation_archs"].split(";") if a),
+            supported_archs=tuple(a for a in r["supported_archs"].split(";") if a),
+            fallback_on_other_archs=r["fallback_on_other_archs"],
+            needs_prequantized_checkpoint=_yes(r["needs_prequantized_checkpoint"]),
+            vllm_quantization=r["vllm_quantization"],
+            source=r["source"], as_of=r["as_of"]) for r in self._rows("precisions.csv")}
+
+    @cached_property
+    def engines(self) -> dict[str, EngineDefaults]:
+        return {r["engine"]: EngineDefaults(
+            engine=r["engine"], default_max_num_seqs=int(r["default_max_num_seqs"]),
+            default_max_num_batched_tokens=int(r["default_max_num_batched_tokens"]),
+            default_gpu_memory_utilization=float(r["default_gpu_memory_utilization"]),
+            cuda_context_gib_per_gpu=float(r["cuda_context_gib_per_gpu"]),
+            cuda_graphs_gib_per_gpu=float(r["cuda_graphs_gib_per_gpu"]),
+            source=r["source"], as_of=r["as_of"]) for r in self._rows("engines.csv")}
+
+    def precision(self, name: str) -> PrecisionFormat:
+        if name in self.precisions:
+            return self.precisions[name]
+        raise CatalogLookupError(f"unknown precision {name!r}{_suggest(name, list(self.precisions))}; "
+                                 f"known: {', '.join(self.precisions)}")
+
+    def engine(self, name: str) -> EngineDefaults:
+        if name in self.engines:
+            return self.engines[name]
+        raise CatalogLookupError(f"unknown engine {name!r}; known: {', '.join(self.engines)}")
+
+    def gpu_usable_memory_gib(self, gpu: str) -> float:
+        """Memory per GPU that the driver exposes (GiB): AWS's per-instance figure where the GPU
+        is sold on AWS (e.g. 22.35 GiB for a 24 GB L4), else the datasheet GB converted to GiB."""
+        g = self.gpu(gpu)
+        aws = [i.gpu_memory_gib_each for i in self.instances.values() if i.gpu == g.name and i.gpu_count >= 1]
+        return min(aws) if aws else g.memory_gib * 1e9 / 2**30
+
+    @cached_property
+    def regions(self) -> list[str]:
+        return sorted({region for (_, region) in self.offerings})
+
+    # --- lookups ------------------------------------------------------------------------
+    def gpu(self, name: str) -> Gpu:
+        by_lower = {k.lower(): v for k, v in self.gpus.items()}
+        if name.lower() in by_lower:
+            return by_lower[name.lower()]
+        raise CatalogLookupError(f"unknown GPU {name!r}{_suggest(name, list(self.gpus))}; "
+                                 f"known: {', '.join(self.gpus)}")
+
+    def instance(self, name: str) -> Instance:
+        if name in self.instances:
+            return self.instances[name]
+        raise CatalogLookupError(f"unknown instance type {name!r}{_suggest(name, list(self.instances))}")
+
+    def model(self, name: str) -> ModelArch:
+        """By HF id or short name (case-insensitive), or a path to a config.json."""
+        key = name.strip().lower()
+        for m in self.models.values():
+            if key in (m.hf_id.lower(), m.short_name.lower(), m.hf_id.split("/")[-1].lower()):
+                return m
+        local = Path(name)
+        if name.endswith(".json") or os.path.sep in name and (local.exists() or local.is_symlink()) \
+                or local.is_dir():
+            from sizing.catalog.hf_config import model_from_config_file
+
+            return model_from_config_file(local)  # a directory means its config.json
+        names = [m.hf_id if "/" in name else m.short_name for m in self.models.values()]
+        hint = _suggest(name, names)
+        if "/" in name and not hint:
+            from sizing.catalog.hf_config import model_from_hub
+
+            return model_from_hub(name, known=sorted(m.short_name for m in self.models.values()))
+        raise CatalogLookupError(
+            f"unknown model {name!r}{hint}; use a catalog name (llmcap models), a Hugging Face id, "
+            "or a path to a config.json")
+
+    def price(self, instance_type: str, region: str, purchase: str) -> Price | None:
+        return self.prices.get((instance_type, region, purchase))
+
+    def offered_azs(self, instance_type: str, region: str) -> tuple[str, ...]:
+        return self.offerings.get((instance_type, region), ())
+
+    def regions_offering(self, instance_type: str) -> list[str]:
+        return sorted(r for (t, r) in self.offerings if t == instance_type)
+
+    @cached_property
+    def priced_regions(self) -> list[str]:
+        return sorted({region for (_, region, _) in self.prices})
+
+    def check_region(self, region: str) -> None:
+        known = sorted(set(self.regions) | set(self.priced_regions))
+        if region not in known:
+            raise CatalogLookupError(f"unknown region {region!r}{_suggest(region, known)}")
+
+    def region_gap(self, region: str, purchase: str) -> str | None:
+        """One line when the catalog has no AZ offerings or no `purchase` prices for `region`, else None."""
+        where = f"the catalog in {self.directory}" if self.directory else "the bundled catalog"
+        fix = (f"run `llmcap catalog refresh --region {region}` (AWS credentials) and plan again, "
+               "or pass --catalog DIR")
+        if region not in self.regions:
+            return f"no AZ offerings for {region} in {where} (it knows {len(self.regions)} regions); {fix}"
+        kinds = ("on-demand", "spot") if purchase == "mixed" else (purchase,)
+        if not any(r == region and p in kinds for (_, r, p) in self.prices):
+            return f"no {'/'.join(kinds)} prices for {region} in {where}; {fix}"
+        return None
+
+    def as_of_lines(self, region: str | None = None) -> list[str]:
+        """One assumption line per table: where its numbers come from and their dates. With `region`,
+        the price line names that region's on-demand price source and date."""
+        def dates(vals: list[str]) -> str:
+            s = sorted({v for v in vals if v})
+            return s[0] if len(s) == 1 else f"{s[0]} .. {s[-1]}" if s else "undated"
+        od = [p for p in self.prices.values() if p.purchase == "on-demand" and region in (None, p.region)]
+        price_line = f"instance prices: {dates([p.as_of for p in od])}"
+        if region is not None:
+            sources = "; ".join(sorted({p.source for p in od})) or "none"
+            price_line = f"instance prices ({region}, on-demand): {sources}, as of {dates([p.as_of for p in od])}"
+        return [
+            f"GPU specs: datasheets, as of {dates([g.as_of[:10] for g in self.gpus.values()])}",
+            f"instance specs: {dates([i.as_of for i in self.instances.values()])}",
+            price_line,
+            f"hosted-API prices: {dates([a.as_of for a in self.api_prices])}",
+        ]
+
+
+_DEFAULT: dict[str, Catalog] = {}
+
+
+def load_catalog(directory: str | Path | None = None) -> Catalog:
+    """The catalog for `directory`, else $LLMCAP_CATALOG_DIR, else the user cache, else bundled."""
+    if directory is None:
+        env = os.environ.get("LLMCAP_CATALOG_DIR")
+        if env:
+            directory = env
+        elif USER_CACHE_DIR.is_dir():
+            directory = USER_CACHE_DIR
+    key = str(directory or "")
+    if key not in _DEFAULT:
+        d = Path(directory) if directory else None
+        if d is not None and not d.is_dir():
+            raise CatalogLookupError(f"catalog directory {str(d)!r} does not exist")
+        # resolved once: a refreshed cache is a symlink to its generation, and one Catalog reads one generation
+        _DEFAULT[key] = Catalog(d.resolve() if d is not None else None)
+    return _DEFAULT[key]

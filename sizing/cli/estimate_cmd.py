@@ -1,0 +1,148 @@
+"""`llmcap estimate`: memory (and, with the performance model, load) figures for one replica."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sizing.catalog.lookup import load_catalog
+from sizing.cli.common import TableOrJson, console, emit_json, guarded
+from sizing.errors import NoFeasiblePlanError, SpecError
+from sizing.perf.memory import GIB, memory_fit
+from sizing.spec import PRECISIONS
+
+
+def memory_figures(model: str, gpu: str, tp: int, pp: int, precision: str, kv_cache_dtype: str,
+                   prompt_tokens: int, output_tokens: int, engine: str = "vllm",
+                   catalog: Path | None = None) -> dict[str, Any]:
+    """The memory keys of `llmcap estimate --format json` (replica-wide unless named per GPU)."""
+    if precision not in PRECISIONS:
+        raise SpecError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
+    if kv_cache_dtype not in ("auto", "fp8"):
+        raise SpecError(f"--kv-cache-dtype: {kv_cache_dtype!r} is not one of auto, fp8")
+    for name, v, lo in (("--tp", tp, 1), ("--pp", pp, 1), ("--prompt-tokens", prompt_tokens, 1),
+                        ("--output-tokens", output_tokens, 0)):
+        if v < lo:
+            raise SpecError(f"{name}: must be at least {lo} (got {v})")
+    cat = load_catalog(catalog)
+    m = cat.model(model)
+    g = cat.gpu(gpu)
+    if m.num_attention_heads % tp:
+        ok = ", ".join(str(t) for t in (1, 2, 4, 8) if m.num_attention_heads % t == 0)
+        raise SpecError(f"--tp: {m.num_attention_heads} attention heads of {m.hf_id} do not split over {tp} GPUs; "
+                        f"use one of {ok}")
+    fit = memory_fit(cat, m, g.name, precision, tp, pp, prompt_tokens + output_tokens, kv_cache_dtype, engine)
+    return {
+        "model": m.hf_id, "gpu": g.name, "tp": tp, "pp": pp, "precision": precision,
+        "kv_cache_dtype": kv_cache_dtype, "engine": engine,
+        "weights_gib": round(fit.weights_gib, 3),
+        "weights_gib_per_gpu": round(fit.weights_gib_per_gpu, 3),
+        "kv_cache_bytes_per_token": int(round(fit.kv_cache_bytes_per_token)),
+        "kv_cache_gib_per_sequence": round(fit.kv_cache_bytes_per_sequence / GIB, 4),
+        "kv_cache_gib_available": round(fit.kv_cache_gib_available, 3),
+        "kv_cache_gib_per_gpu": round(fit.kv_cache_gib_per_gpu, 3),
+        "overhead_gib_per_gpu": round(fit.overhead_gib_per_gpu, 3),
+        "gpu_memory_gib_per_gpu": round(fit.gpu_memory_gib_per_gpu, 3),
+        "gpu_memory_utilization": fit.gpu_memory_utilization,
+        "context_tokens": fit.context_tokens,
+        "max_concurrent_sequences": fit.max_concurrent_sequences,
+        "fits": fit.fits,
+        "fit_reason": fit.reason,
+    }
+
+
+def print_table(fig: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"{fig['model']} on {fig['tp'] * fig['pp']}× {fig['gpu']} ({fig['precision']})")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    for k, v in fig.items():
+        if k in ("model", "gpu", "precision"):
+            continue
+        if k in ("why", "goodput_reason", "binds"):
+            continue
+        t.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
+    console().print(t)
+    if fig.get("why"):
+        console().print(f"bound: {fig['bound']}: {fig['why']}")
+    if fig.get("goodput_reason"):
+        console().print(f"goodput: {fig['goodput_reason']}")
+    if fig.get("binds") and fig.get("goodput_feasible"):
+        console().print(f"binds: {fig['binds']}")
+
+
+def infeasible_line(fig: dict[str, Any], catalog: Path | None, model: str | None = None) -> str | None:
+    """The one-line cause when this replica cannot serve at all (exit 3, as `plan`), else None.
+    `model` is the name the user gave (a catalog name, HF id or config path); default the figure's."""
+    if not fig["fits"]:
+        fix = _fitting_tp(fig, catalog, model)
+        return f"weights do not fit: {fig['fit_reason']}" + (f"; --tp {fix} fits" if fix else "")
+    if fig.get("goodput_feasible") is False:
+        return str(fig.get("binds") or fig.get("goodput_reason"))
+    return None
+
+
+def _fitting_tp(fig: dict[str, Any], catalog: Path | None, model: str | None = None) -> int | None:
+    cat = load_catalog(catalog)
+    m = cat.model(model or fig["model"])
+    for tp in (2, 4, 8):
+        if tp > fig["tp"] and m.num_attention_heads % tp == 0 and memory_fit(
+                cat, m, fig["gpu"], fig["precision"], tp, fig["pp"], fig["context_tokens"], fig["kv_cache_dtype"],
+                fig["engine"]).fits:
+            return tp
+    return None
+
+
+@guarded
+def estimate(
+    model: str | None = typer.Option(None, "--model", help="catalog name, HF id, or path to a config.json"),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU name, e.g. L4, A100-80GB, H100-SXM"),
+    tp: int = typer.Option(1, "--tp", help="tensor-parallel GPUs per replica"),
+    pp: int = typer.Option(1, "--pp", help="pipeline-parallel stages per replica"),
+    precision: str = typer.Option("bf16", "--precision", help="bf16|fp16|fp8|int8|int4-awq|int4-gptq|fp4"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto|fp8"),
+    prompt_tokens: int = typer.Option(1024, "--prompt-tokens"),
+    output_tokens: int = typer.Option(256, "--output-tokens"),
+    fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    catalog: Path | None = typer.Option(None, "--catalog"),
+    engine: str = typer.Option("vllm", "--engine",
+                               help="vllm|sglang|tensorrt-llm (each has its own fitted efficiency)"),
+    concurrency: str | None = typer.Option(None, "--concurrency",
+                                           help="requests in flight (closed loop), or 'max' for the largest batch"),
+    rate: float | None = typer.Option(None, "--rate", help="Poisson arrival rate, requests/s (open loop)"),
+    ttft_p95_ms: float | None = typer.Option(None, "--ttft-p95-ms", help="TTFT p95 target, ms (goodput)"),
+    itl_p95_ms: float | None = typer.Option(None, "--itl-p95-ms", help="ITL p95 target, ms (goodput)"),
+    simulate: bool = typer.Option(False, "--simulate",
+                                  help="also run the step-level simulation at the same load (sim_* keys)"),
+    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens",
+                                                      help="vLLM chunked-prefill token budget (default: engine's)"),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="vLLM batch limit (default: engine's)"),
+    batch: Path | None = typer.Option(None, "--batch",
+                                      help="JSONL file, one query per line; prints one JSON line each"),
+) -> None:
+    """Memory and load figures for one replica: weights, KV cache, max sequences, throughput, TTFT and
+    ITL at a load, goodput at an SLO, and which bound dominates."""
+    from sizing.cli.estimate_perf import batch_lines, perf_figures
+
+    if batch is not None:
+        for row in batch_lines(batch, catalog):
+            typer.echo(json.dumps(row))
+        return
+    if model is None or gpu is None:
+        raise SpecError("--model and --gpu are required (or --batch FILE.jsonl)")
+    fig = memory_figures(model, gpu, tp, pp, precision, kv_cache_dtype, prompt_tokens, output_tokens,
+                         engine=engine, catalog=catalog)
+    fig.update(perf_figures(load_catalog(catalog), model, gpu, tp, pp, precision, kv_cache_dtype, engine,
+                            prompt_tokens, output_tokens, concurrency, rate, ttft_p95_ms, itl_p95_ms,
+                            simulate, max_num_batched_tokens, max_num_seqs))
+    if fmt == TableOrJson.json:
+        emit_json(fig)
+    else:
+        print_table(fig)
+    cause = infeasible_line(fig, catalog, model)
+    if cause:
+        raise NoFeasiblePlanError(cause, [cause])

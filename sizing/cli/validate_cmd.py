@@ -1,0 +1,79 @@
+"""`llmcap validate STACK_FILE` and `llmcap schema`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from sizing.catalog.lookup import load_catalog
+from sizing.cli.common import guarded
+from sizing.errors import CatalogLookupError, SpecError
+from sizing.stack import Stack, load_stack
+
+
+def check_names(stack: Stack, catalog_dir: Path | None = None) -> None:
+    """Catalog checks a schema cannot do: the model, GPUs, instance types and region exist."""
+    cat = load_catalog(catalog_dir)
+    problems: list[str] = []
+    for fn in (lambda: cat.model(stack.workload.model), lambda: cat.check_region(stack.region)):
+        try:
+            fn()
+        except CatalogLookupError as e:
+            problems.extend(e.problems)
+    for i, g in enumerate(stack.hardware.gpus or []):
+        try:
+            cat.gpu(g)
+        except CatalogLookupError as e:
+            problems.append(f"llmcap:hardware.gpus.{i}: {e.problems[0]}")
+    for i, t in enumerate(stack.hardware.instance_types or []):
+        try:
+            cat.instance(t)
+        except CatalogLookupError as e:
+            problems.append(f"llmcap:hardware.instance_types.{i}: {e.problems[0]}")
+    if problems:
+        raise SpecError(f"{len(problems)} problem(s)", problems)
+
+
+@guarded
+def validate(stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.yaml"),
+             catalog: Path | None = typer.Option(None, "--catalog")) -> None:
+    """Validate a stack file's llmcap config; print an OK summary or one line per problem (exit 2)."""
+    from sizing.planning.meaning import meaning_checks
+
+    stack = load_stack(stack_file)
+    check_names(stack, catalog)
+    errors, warnings = meaning_checks(stack, load_catalog(catalog))
+    if errors:
+        raise SpecError(f"{len(errors)} problem(s)", errors)
+    for line in list(stack.warnings) + warnings:
+        typer.echo(f"warning: {line}", err=True)
+    w, h = stack.workload, stack.hardware
+    traffic = (f"{w.traffic.concurrent_users} concurrent users" if w.traffic.concurrent_users
+               else f"{w.traffic.peak_requests_per_s:g} req/s peak")
+    typer.echo(f"OK {stack_file}: stack {stack.name}, {w.model} [{', '.join(w.precisions)}], "
+               f"{w.prompt_tokens.mean} in / {w.output_tokens.mean} out, {traffic}, "
+               f"SLO TTFT p95 {w.slo.ttft_p95_ms:g} ms / ITL p95 {w.slo.itl_p95_ms:g} ms, "
+               f"{h.strategy}, {h.purchase}, redundancy {h.redundancy}, {stack.region}")
+
+
+def schema() -> None:
+    """Print the JSON Schema of the stack's llmcap config (for editors)."""
+    from sizing.deployment import DeploymentOptions
+    from sizing.spec import HardwareSpec, WorkloadSpec
+
+    doc = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "llmcap stack config (the `config:` mapping of stacks/Pulumi.<env>.yaml)",
+        "type": "object",
+        "properties": {
+            "aws:region": {"type": "string", "default": "us-east-1"},
+            "llmcap:workload": WorkloadSpec.model_json_schema(),
+            "llmcap:hardware": HardwareSpec.model_json_schema(),
+            "llmcap:deployment": DeploymentOptions.model_json_schema(),
+            "llmcap:budget_usd_month": {"type": "number", "exclusiveMinimum": 0},
+        },
+        "required": ["llmcap:workload"],
+    }
+    typer.echo(json.dumps(doc, indent=2))

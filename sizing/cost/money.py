@@ -1,0 +1,185 @@
+"""Money: $/hour, $/month (730 h), $ per 1M output tokens, the platform line, and the hosted-API
+bill for the same traffic (prices from genai-prices, with the catalog's api_prices.csv for
+providers genai-prices lacks).
+
+Formulas: cost per 1M output tokens = $/hour ÷ (output tokens/s × 3,600) × 1,000,000.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from sizing.catalog.lookup import BUNDLED_DIR, ApiPrice, Catalog
+from sizing.catalog.platform import number
+from sizing.plan import ApiComparison, CostLine
+
+HOURS_PER_MONTH = 730.0
+SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
+
+
+def usd_per_month(usd_per_hour: float) -> float:
+    return usd_per_hour * HOURS_PER_MONTH
+
+
+def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float) -> float:
+    """$/hour ÷ (tokens/s × 3,600) × 1e6; infinite when there is no throughput."""
+    if tokens_per_s <= 0:
+        return math.inf
+    return usd_per_hour / (tokens_per_s * 3600.0) * 1e6
+
+
+@dataclass(frozen=True)
+class ApiModel:
+    api_model: str
+    params_active_b: float
+    params_total_b: float
+    exact_hf_ids: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def _api_models() -> tuple[ApiModel, ...]:
+    with (BUNDLED_DIR / "api_models.csv").open(newline="") as f:
+        return tuple(ApiModel(r["api_model"], float(r["params_active_b"]), float(r["params_total_b"]),
+                              tuple(x for x in r["exact_hf_ids"].split(";") if x)) for r in csv.DictReader(f))
+
+
+def comparable_api_model(hf_id: str, params_active_b: float, params_total_b: float) -> tuple[str, bool]:
+    """The hosted-API model to compare with: the same model when an API serves it, else the one
+    nearest in active and total parameters (log distance). Returns (api model, exact?)."""
+    models = _api_models()
+    for m in models:
+        if hf_id in m.exact_hf_ids:
+            return m.api_model, True
+
+    def dist(m: ApiModel) -> float:
+        return abs(math.log(m.params_active_b / params_active_b)) + 0.5 * abs(
+            math.log(m.params_total_b / params_total_b))
+
+    return min(models, key=dist).api_model, False
+
+
+def _genai_price(provider_id: str, model_ref: str) -> tuple[float, float, str] | None:
+    """(input, output) USD per 1M tokens from genai-prices, or None when it lacks the model."""
+    try:
+        from genai_prices import Usage, calc_price
+
+        r = calc_price(Usage(input_tokens=1_000_000, output_tokens=1_000_000), model_ref=model_ref,
+                       provider_id=provider_id)
+    except Exception:  # genai-prices raises LookupError/ValueError variants for unknown models
+        return None
+    return float(r.input_price), float(r.output_price), "genai-prices"
+
+
+def api_prices_for(catalog: Catalog, api_model: str) -> list[ApiPrice]:
+    """One price per provider for `api_model`: genai-prices where it has the model (its data is
+    the reference), the catalog row otherwise (e.g. DeepInfra, which genai-prices lacks)."""
+    gp_ids = _genai_ids()
+    out: list[ApiPrice] = []
+    seen: set[str] = set()
+    for p in catalog.api_prices:
+        if p.model != api_model or p.provider in seen or "aggregator" in p.provider.lower():
+            continue
+        live = _genai_price(gp_ids[(p.model, p.provider_model_id)], p.provider_model_id) \
+            if (p.model, p.provider_model_id) in gp_ids else None
+        if live:
+            out.append(ApiPrice(p.model, p.provider, p.provider_model_id, live[0], live[1],
+                                f"genai-prices ({p.provider_model_id})", p.as_of))
+        else:
+            out.append(p)
+        seen.add(p.provider)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _genai_ids() -> dict[tuple[str, str], str]:
+    with (BUNDLED_DIR / "api_prices.csv").open(newline="") as f:
+        return {(r["model"], r["provider_model_id"]): r["genai_prices_provider_id"]
+                for r in csv.DictReader(f) if r.get("genai_prices_provider_id")}
+
+
+def api_comparison(catalog: Catalog, hf_id: str, params_active_b: float, params_total_b: float,
+                   input_tokens_per_s: float, output_tokens_per_s: float,
+                   self_hosted_usd_per_month: float) -> tuple[list[ApiComparison], str | None]:
+    """Hosted-API monthly bills for the same traffic, cheapest first, and a note when the model
+    compared is only the nearest comparable one."""
+    api_model, exact = comparable_api_model(hf_id, params_active_b, params_total_b)
+    in_mtok = input_tokens_per_s * SECONDS_PER_MONTH / 1e6
+    out_mtok = output_tokens_per_s * SECONDS_PER_MONTH / 1e6
+    rows = []
+    for p in api_prices_for(catalog, api_model):
+        bill = in_mtok * p.input_usd_per_mtok + out_mtok * p.output_usd_per_mtok
+        per_out_token_blended = bill / (output_tokens_per_s * SECONDS_PER_MONTH) if output_tokens_per_s > 0 else 0
+        rows.append(ApiComparison(
+            provider=p.provider, model=p.provider_model_id or api_model, exact_model=exact,
+            usd_per_million_input_tokens=p.input_usd_per_mtok, usd_per_million_output_tokens=p.output_usd_per_mtok,
+            usd_per_month_same_traffic=round(bill, 2),
+            ratio_to_self_hosted=round(bill / self_hosted_usd_per_month, 4) if self_hosted_usd_per_month else 0.0,
+            break_even_output_tokens_per_month=(self_hosted_usd_per_month / per_out_token_blended
+                                                if per_out_token_blended > 0 else None),
+            source=f"{p.source}; {p.as_of}"))
+    rows.sort(key=lambda r: r.usd_per_month_same_traffic)
+    note = None if exact else (f"no hosted API serves {hf_id}; compared with the nearest comparable model "
+                               f"{api_model}")
+    return rows, note
+
+
+def control_plane_log_gb_month(nodes: int) -> float:
+    """EKS control-plane log volume (audit + authenticator), GB/month: an estimate (platform.csv rows)."""
+    return number("control_plane_log_gb_base") + number("control_plane_log_gb_per_node") * nodes
+
+
+def control_plane_log_usd_per_gb(region: str) -> float | None:
+    """Ingestion plus steady-state storage of one GB under the retention (CloudWatch Logs, us-east-1 rows)."""
+    if region != "us-east-1":
+        return None
+    months_kept = number("control_plane_log_retention_days") / 30.4
+    storage = number("cloudwatch_logs_storage_usd_per_gb_month")
+    return number("cloudwatch_logs_ingestion_usd_per_gb") + storage * months_kept
+
+
+def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volume_gib_total: float,
+                   system_instance_type: str, system_nodes: int, nat_gateways: int,
+                   nodes_total: int = 0) -> list[CostLine]:
+    """The platform under the GPUs: EKS control plane and its CloudWatch logs, system nodes, NAT gateways,
+    weight storage and node root volumes (GPU and system, GiB). `nodes_total`: GPU + system nodes, for the
+    log estimate. A line without a price in the catalog shows as not priced."""
+    pp = catalog.platform_prices
+
+    def unit(item: str) -> float | None:
+        p = pp.get(item)
+        return p.usd if p and p.region == region else None
+
+    def line(name: str, qty: float, unit_name: str, price: float | None, factor: float, src: str) -> CostLine:
+        return CostLine(name=name, quantity=qty, unit=unit_name,
+                        usd_per_month=None if price is None else round(price * qty * factor, 2), source=src)
+
+    cpu = _cpu_price(system_instance_type, region)
+    return [
+        line("EKS control plane", 1, "cluster", unit("EKS control plane (standard support)"), HOURS_PER_MONTH,
+             "platform_prices.csv"),
+        line(f"EKS control-plane logs (CloudWatch, {int(number('control_plane_log_retention_days'))}-day retention, "
+             "estimated volume)", round(control_plane_log_gb_month(nodes_total), 1), "GB",
+             control_plane_log_usd_per_gb(region), 1.0, "platform.csv"),
+        line(f"System nodes (on-demand, {system_instance_type})", system_nodes, "instances", cpu, HOURS_PER_MONTH,
+             "cpu_instance_prices.csv"),
+        line("NAT gateways", nat_gateways, "gateways", unit("NAT gateway hourly"), HOURS_PER_MONTH,
+             "platform_prices.csv"),
+        line("Public IPv4 addresses (NAT gateways)", nat_gateways, "addresses", unit("Public IPv4 address"),
+             HOURS_PER_MONTH, "platform_prices.csv"),
+        line("Weights storage (S3 Standard)", round(weights_gib * 2**30 / 1e9, 1), "GB",
+             unit("S3 Standard storage, first 50 TB/month"), 1.0, "platform_prices.csv"),
+        line("Node root volumes (EBS gp3)", round(root_volume_gib_total * 2**30 / 1e9, 1), "GB",
+             unit("EBS gp3 storage"), 1.0, "platform_prices.csv"),
+    ]
+
+
+@lru_cache(maxsize=8)
+def _cpu_price(instance_type: str, region: str) -> float | None:
+    with (BUNDLED_DIR / "cpu_instance_prices.csv").open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["instance_type"] == instance_type and r["region"] == region:
+                return float(r["usd_per_hour"])
+    return None

@@ -1,0 +1,117 @@
+"""How big a model's checkpoint is, and where that figure comes from.
+
+`checkpoint_bytes(model, precision)` is the one place other modules ask (storage sizing, the
+deploy fit check, the plan's assumption line). In order of trust:
+
+1. the checkpoint's own safetensors metadata (`huggingface_hub.HfApi.get_safetensors_metadata`:
+   the header of every .safetensors file, read without downloading weights), cached per
+   repo@revision under ~/.cache/llmcap/checkpoints/ (written atomically;
+   sizing.catalog.checkpoint_metadata). The cache is read
+   offline; the hub is asked only with `fetch=True` (`llmcap` does so when it fetches a model's
+   config.json from the hub anyway) and never when HF_HUB_OFFLINE is set.
+2. offline, the parameter count (model card or config-derived, see `ModelArch.params_source`)
+   times the bytes per parameter of the checkpoint's precision. Known error: within ~2% of the
+   published counts for every family in tests/data/configs (tests/test_architectures.py);
+   multimodal checkpoints also hold a vision tower that is not counted.
+
+Units: bytes (not GiB).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+from sizing.catalog.checkpoint_metadata import METADATA_SOURCE, _is_hub_id, cached_metadata, fetch_metadata
+from sizing.catalog.lookup import Catalog, ModelArch, PrecisionFormat, load_catalog
+from sizing.catalog.platform import number
+from sizing.perf.memory import GIB
+
+
+def checkpoint_bytes(model: ModelArch, precision: str = "bf16", repo_id: str | None = None,
+                     revision: str = "main", fetch: bool = False,
+                     catalog: Catalog | None = None) -> tuple[float, str]:
+    """(bytes of the checkpoint files' tensors, where the figure comes from) for the checkpoint
+    of `model` in `precision` (the precision its files are stored in; pass the pre-quantized
+    checkpoint's id as `repo_id` when it is another repo). MTP layers are included: they are in
+    the files even when the engine skips them."""
+    repo = repo_id or model.hf_id
+    meta = cached_metadata(repo, revision) if _is_hub_id(repo) else None
+    if meta is None and fetch:
+        meta = fetch_metadata(repo, revision)
+    if meta is not None:
+        return float(meta.total_bytes), (f"{METADATA_SOURCE} of {repo}@{revision}, read {meta.fetched_at}: "
+                                         f"{meta.parameters / 1e9:,.2f}B parameters")
+    from sizing.perf.memory import weight_bytes_per_replica
+
+    cat = catalog or load_catalog()
+    stored = precision
+    if repo == model.hf_id and model.checkpoint_quant == "fp8" and precision in ("bf16", "fp16"):
+        stored = "fp8"  # the published checkpoint is FP8 (its config's quantization_config)
+    b = weight_bytes_per_replica(model, cat.precision(stored), include_mtp=True)
+    how = "rounded as published" if model.params_source == "model card" else "within ~2% of published counts"
+    return b, (f"{model.params_total_b + model.mtp_params_b:,.2f}B parameters from the {model.params_source} "
+               f"({how}) at {stored}; offline estimate, no checkpoint metadata cached")
+
+
+def model_size_line(model: ModelArch, precision: str = "bf16", catalog: Catalog | None = None) -> str:
+    """The plan's assumption line: the model's size and which source it came from."""
+    b, source = checkpoint_bytes(model, precision, catalog=catalog)
+    return f"model size: {model.hf_id} checkpoint {b / 2**30:,.1f} GiB from {source}"
+
+
+# --- the checkpoint a pool downloads: pinned revision, size for storage, where the copy lives -------
+# sizing/data/checkpoints.csv (hf_id, revision, safetensors_bytes, source, as_of), read through the
+# Catalog so a `--catalog DIR` override can pin revisions or record sizes. Storage figures in GiB (2^30).
+
+CHECKPOINTS_FILE = "checkpoints.csv"
+
+
+@dataclass(frozen=True)
+class CheckpointFacts:
+    hf_id: str
+    revision: str | None  # a Hub commit SHA; None = not pinned (the hub's main branch)
+    safetensors_bytes: int | None  # exact total of the .safetensors files; None = unknown
+    source: str
+
+
+def load_checkpoint_facts(cat: Catalog) -> dict[str, CheckpointFacts]:
+    path = cat._path(CHECKPOINTS_FILE)
+    with path.open(newline="", encoding="utf-8") as f:
+        return {r["hf_id"]: CheckpointFacts(r["hf_id"], r["revision"].strip() or None,
+                                            int(r["safetensors_bytes"]) if r["safetensors_bytes"].strip() else None,
+                                            r["source"])
+                for r in csv.DictReader(f)}
+
+
+def checkpoint_facts(cat: Catalog, hf_id: str) -> CheckpointFacts:
+    facts = getattr(cat, "_checkpoint_facts", None)
+    if facts is None:
+        facts = load_checkpoint_facts(cat)
+        object.__setattr__(cat, "_checkpoint_facts", facts)
+    return facts.get(hf_id) or CheckpointFacts(hf_id, None, None, "not in checkpoints.csv")
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    bytes: float
+    exact: bool  # True: recorded safetensors bytes; False: the estimate with its margin
+    how: str
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB
+
+
+def checkpoint_size(cat: Catalog, hf_id: str, model: ModelArch, fmt: PrecisionFormat) -> CheckpointSize:
+    """Size of the whole checkpoint `hf_id` (the one a pool serves, stored in format `fmt`): the bytes
+    recorded in checkpoints.csv, else `checkpoint_bytes` (safetensors metadata when cached, else the
+    parameter estimate, to which `checkpoint_size_margin` is added: storage must not come up short)."""
+    facts = checkpoint_facts(cat, hf_id)
+    if facts.safetensors_bytes:
+        return CheckpointSize(float(facts.safetensors_bytes), True, f"safetensors bytes ({CHECKPOINTS_FILE})")
+    b, how = checkpoint_bytes(model, fmt.name, repo_id=hf_id, revision=facts.revision or "main", catalog=cat)
+    if how.startswith(METADATA_SOURCE):
+        return CheckpointSize(b, True, how)
+    margin = number("checkpoint_size_margin")
+    return CheckpointSize(b * (1.0 + margin), False, f"{how}; + {margin:.0%} margin for storage")

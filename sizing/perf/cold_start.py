@@ -1,0 +1,79 @@
+"""Cold start: how long a new replica takes from the autoscaler's decision to serving, term by term.
+
+Terms (seconds), each from a data row in sizing/data/platform.csv with its source:
+- node boot (`node_boot_s`): EC2 launch to Kubernetes Ready, only when the replica needs a new node;
+- image pull (`vllm_image_gib` / `image_pull_gbs`): the vLLM image on a node that has not pulled it;
+- weights: with a local NVMe cache (`mode="nvme"`), the S3 sync of the node's checkpoint share
+  (`weights_load_gbs_s3`) then the load from NVMe into GPU memory (`weights_load_gbs_nvme`); when
+  streaming (`mode="stream"`, Run:ai streamer from S3), one S3 read (`weights_load_gbs_s3`);
+- engine start (`engine_init_s`): CUDA context, torch.compile and CUDA-graph capture.
+They run one after another (kubelet pulls a container's image when it starts it; the sync is an
+init container), so the cold start is their sum. GB = 1e9 bytes; sizes in GiB are converted.
+
+Scope: one replica (a multi-node replica's nodes start in parallel, each with its stage's share).
+`cold_start(pool)` is the one function infra/ and the reports call; pass `mode` where the caller knows
+how the weights are loaded (infra.weights.loading_mode), else it is inferred from the node's NVMe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sizing.catalog.platform import number
+from sizing.perf.memory import GIB
+from sizing.plan import Pool
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    seconds: float
+    how: str  # the arithmetic, e.g. "10 GiB at 0.04 GB/s"
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    terms: tuple[Term, ...]
+
+    @property
+    def total_s(self) -> float:
+        """A replica on a new node: every term."""
+        return sum(t.seconds for t in self.terms)
+
+    @property
+    def pod_on_warm_node_s(self) -> float:
+        """A replica restarting on a node that is up and has the image: weights and engine only."""
+        return sum(t.seconds for t in self.terms if t.name not in ("node boot", "image pull"))
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{t.name} {t.seconds:,.0f} s" for t in self.terms)
+        return f"{_minutes(self.total_s)} on a new node ({parts})"
+
+
+def _minutes(s: float) -> str:
+    return f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
+
+
+def default_mode(pool: Pool) -> str:
+    """nvme when the node's instance store holds the model cache, else stream (as infra/weights.py)."""
+    return "nvme" if pool.local_nvme_gb and pool.local_nvme_gb >= pool.model_cache_gib_per_node * GIB / 1e9 \
+        else "stream"
+
+
+def cold_start(pool: Pool, mode: str | None = None) -> ColdStart:
+    """The cold start of one replica of `pool` on a new node (module docstring)."""
+    mode = {"s3-stream": "stream"}.get(mode or "", mode) or default_mode(pool)
+    if mode not in ("nvme", "stream"):
+        raise ValueError(f"mode {mode!r}: nvme, stream or s3-stream")
+    image_gib = number("vllm_image_gib")
+    s3, nvme, pull = number("weights_load_gbs_s3"), number("weights_load_gbs_nvme"), number("image_pull_gbs")
+    gb = pool.model_cache_gib_per_node * GIB / 1e9
+    terms = [Term("node boot", number("node_boot_s"), "EC2 launch to node Ready"),
+             Term("image pull", image_gib * GIB / 1e9 / pull, f"{image_gib:g} GiB at {pull:g} GB/s")]
+    if mode == "nvme":
+        terms += [Term("S3 sync", gb / s3, f"{gb:,.1f} GB at {s3:g} GB/s"),
+                  Term("weights load", gb / nvme, f"{gb:,.1f} GB from NVMe at {nvme:g} GB/s")]
+    else:
+        terms.append(Term("weights stream", gb / s3, f"{gb:,.1f} GB from S3 at {s3:g} GB/s"))
+    terms.append(Term("engine start", number("engine_init_s"), "CUDA context, torch.compile, CUDA graphs"))
+    return ColdStart(tuple(terms))

@@ -1,0 +1,626 @@
+"""Serving performance of one model replica under continuous batching: closed loop, open loop,
+offline, and goodput at a p95 SLO.
+
+Owns the public performance API (ReplicaConfig, WorkloadShape, LoadEstimate, Goodput and the
+estimate_* / goodput functions). Step physics lives in sizing.perf.step, fitted constants in
+sizing.perf.calibration. Must not import pulumi, boto3, numpy, or the planner/CLI.
+
+Method (analytic, no simulation; one estimate takes tens of microseconds):
+- A *cycle* advances every decoding sequence by one token. In steady state the other batch - 1
+  running requests bring prompt/output prompt tokens each of prefill work per cycle (a request's
+  own prefill is in its TTFT, never in its ITL), as whole chunks of max_num_batched_tokens in some
+  steps (a mixture of decode-only and chunk-carrying steps) or, beyond one chunk per step, in every
+  step; mean ITL = cycle time.
+- When requests wait (offline, a burst, a closed loop over the limit) the decode batch is the
+  engine limit or, when prefill fills the token budget first, budget × output / (prompt + output).
+- ITL percentile q: the chunk-carrying step once its share of gaps passes 1 - q (smoothed); TPOT
+  percentiles over requests: a Poisson count of chunked steps per request.
+- TTFT = fixed per-request cost (HTTP, tokenization, scheduling) + prefill service time S (own
+  prompt, in chunks beside the running decodes) + M/G/1 queueing for the prefill server
+  (Pollaczek–Khinchine mean; percentiles from the exponential tail P(W > t) ≈ ρ·exp(-ρt/E[W])) +
+  half a step of residual; closed loops beyond the batch limit add the admission-queue wait from
+  Little's law; lockstep closed loops and bursts of N prompts (estimate_burst: fill, slot-paced
+  admission, drain of the longest outputs, API-server pacing) are modelled as such.
+- Closed loop: λ solves λ = N / E2E(λ). Open loop: the active batch B solves B = R·T(B).
+Units: ms for latencies, tokens/s and requests/s for throughput, whole replica unless named.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from sizing.catalog.lookup import Catalog, ModelArch
+from sizing.errors import CatalogLookupError
+from sizing.perf.calibration import load_calibration
+from sizing.perf.memory import GIB, MemoryFit, memory_fit
+from sizing.perf.step import StepModel, build_step_model, overlap
+from sizing.spec import WorkloadSpec
+
+P95_Z = 1.645  # standard-normal 95th percentile, for a prompt-length cv from (mean, p95)
+Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}  # standard-normal quantiles
+TAIL = 0.05  # the p95's tail mass
+# How sharply an ITL percentile switches to the prefill-carrying step as their share of steps nears
+# the tail mass (1 - q). A pooled percentile over all gaps is a step function of that share; the
+# ramp keeps it continuous and monotone for the goodput bisection.
+P95_RAMP_EXPONENT = 6
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    """One model replica: tp × pp GPUs of one type. `interconnect` None derives it from the GPU:
+    NVLink when gpus.csv lists an NVLink bandwidth (A100, H100, H200, B200: p-family), else PCIe
+    (A10G, L4, L40S: g-family). Engine limits None use engines.csv defaults. `cuda_graphs` False is
+    vLLM --enforce-eager / SGLang --disable-cuda-graph; `async_scheduling` is vLLM
+    --async-scheduling (CPU scheduling overlaps the GPU step)."""
+
+    model: ModelArch
+    gpu: str
+    precision: str
+    tp: int = 1
+    pp: int = 1
+    kv_cache_dtype: str = "auto"
+    engine: str = "vllm"
+    interconnect: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
+    cuda_graphs: bool = True
+    async_scheduling: bool = False
+
+
+@dataclass(frozen=True)
+class WorkloadShape:
+    """Token lengths per request (means, optional p95) and the prefix-cache hit rate (0..1)."""
+
+    prompt_tokens: float
+    output_tokens: float
+    prompt_tokens_p95: float | None = None
+    output_tokens_p95: float | None = None
+    prefix_cache_hit_rate: float = 0.0
+
+    @classmethod
+    def from_spec(cls, w: WorkloadSpec) -> WorkloadShape:
+        return cls(prompt_tokens=float(w.prompt_tokens.mean), output_tokens=float(w.output_tokens.mean),
+                   prompt_tokens_p95=float(w.prompt_tokens.p95) if w.prompt_tokens.p95 else None,
+                   output_tokens_p95=float(w.output_tokens.p95) if w.output_tokens.p95 else None,
+                   prefix_cache_hit_rate=w.prefix_cache_hit_rate)
+
+
+@dataclass(frozen=True)
+class LoadEstimate:
+    """Steady state of one replica at a load. Throughputs are whole replica; latencies in ms;
+    `ttft_ms` is inf when an open-loop rate exceeds capacity (stable False). Percentile fields:
+    TTFT over requests, ITL over all token gaps, TPOT over requests' mean gaps (ms)."""
+
+    concurrency: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    ttft_ms: float
+    ttft_p95_ms: float
+    itl_ms: float
+    itl_p95_ms: float
+    e2e_latency_ms: float
+    decode_step_ms: float
+    bound: str
+    max_concurrent_sequences: int
+    stable: bool
+    explanation: str
+    ttft_p50_ms: float = 0.0
+    ttft_p99_ms: float = 0.0
+    itl_p50_ms: float = 0.0
+    itl_p99_ms: float = 0.0
+    tpot_p50_ms: float = 0.0
+    tpot_p95_ms: float = 0.0
+    tpot_p99_ms: float = 0.0
+    e2e_p50_ms: float = 0.0
+    e2e_p95_ms: float = 0.0
+    e2e_p99_ms: float = 0.0
+
+    def percentile(self, metric: str, q: str) -> float:
+        """metric ttft | itl | tpot | e2e; q mean | p50 | p90 | p95 | p99 (ms). TPOT's mean is the ITL
+        mean; p90 lies between p50 and p95 at the normal quantiles' ratio (z0.90 / z0.95 = 0.779)."""
+        if q == "p90":
+            lo, hi = self.percentile(metric, "p50"), self.percentile(metric, "p95")
+            return lo + (hi - lo) * Z[0.9] / Z[0.95]
+        if q == "mean":
+            return {"ttft": self.ttft_ms, "itl": self.itl_ms, "tpot": self.itl_ms, "e2e": self.e2e_latency_ms}[metric]
+        if metric == "itl" and q == "p95":
+            return self.itl_p95_ms
+        if metric == "ttft" and q == "p95":
+            return self.ttft_p95_ms
+        return float(getattr(self, f"{metric}_{q}_ms"))
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The largest load per replica that meets both p95 targets and the memory limit (output tokens/s
+    and requests/s per replica)."""
+
+    feasible: bool
+    output_tokens_per_s: float
+    requests_per_s: float
+    concurrency: float
+    at: LoadEstimate | None
+    reason: str
+    reason_code: str = ""
+    # p10-p90 range of the goodput from the model's held-out (leave-one-source-out) throughput error
+    output_tokens_per_s_p10: float = 0.0
+    output_tokens_per_s_p90: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """Everything about one (config, shape) that does not depend on the load."""
+
+    sm: StepModel
+    fit: MemoryFit
+    cap: int  # largest batch: min(max_num_seqs, KV capacity)
+    cap_reason: str  # "kv-capacity" | "engine-limit"
+    budget: float  # max_num_batched_tokens
+    isl_eff: float  # prompt tokens that need compute (prefix-cache misses)
+    isl_eff_p95: float
+    cached_tokens: float
+    osl_decode: float  # decode steps per request (output - 1, at least 1)
+    osl_tail: float  # decode steps of the longest requests (output p95 - 1), for a burst's drain
+    ctx_decode: float  # mean context a decoding sequence attends over
+    cv2_service: float
+    prompt_sigma: float  # log-normal sigma of prompt lengths (from mean and p95)
+    request_overhead_s: float
+    bw_eff: float
+    memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
+
+
+def _engine_limits(catalog: Catalog, cfg: ReplicaConfig) -> tuple[int, int, str]:
+    try:
+        eng = catalog.engine(cfg.engine)
+        mem_engine = cfg.engine
+    except CatalogLookupError:  # a calibration-only engine (e.g. tgi) sizes memory like vLLM
+        load_calibration().engine_eff(cfg.engine)
+        eng, mem_engine = catalog.engine("vllm"), "vllm"
+    return (cfg.max_num_seqs or eng.default_max_num_seqs,
+            cfg.max_num_batched_tokens or eng.default_max_num_batched_tokens, mem_engine)
+
+
+_CTX_CACHE: dict[tuple[int, ReplicaConfig, WorkloadShape], tuple[Catalog, _Ctx]] = {}
+_FIT_CACHE: dict[tuple[int, ReplicaConfig, int], tuple[Catalog, MemoryFit, int, int]] = {}
+
+
+def clear_caches() -> None:
+    """Forget cached per-config constants (after the calibration changes). Memory fits do not
+    depend on the calibration and stay cached."""
+    _CTX_CACHE.clear()
+
+
+def _ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _Ctx:
+    """Cached per (catalog object, config, shape); the planner asks for the same ones many times."""
+    key = (id(catalog), cfg, shape)
+    hit = _CTX_CACHE.get(key)
+    if hit is not None and hit[0] is catalog:
+        return hit[1]
+    if len(_CTX_CACHE) > 4096:
+        _CTX_CACHE.clear()
+    c = _build_ctx(catalog, cfg, shape)
+    _CTX_CACHE[key] = (catalog, c)
+    return c
+
+
+def _memory(catalog: Catalog, cfg: ReplicaConfig, full_tokens: int) -> tuple[MemoryFit, int, int]:
+    key = (id(catalog), cfg, full_tokens)
+    hit = _FIT_CACHE.get(key)
+    if hit is not None and hit[0] is catalog:
+        return hit[1], hit[2], hit[3]
+    if len(_FIT_CACHE) > 8192:
+        _FIT_CACHE.clear()
+    max_seqs, budget, mem_engine = _engine_limits(catalog, cfg)
+    fit = memory_fit(catalog, cfg.model, cfg.gpu, cfg.precision, cfg.tp, cfg.pp, full_tokens,
+                     cfg.kv_cache_dtype, mem_engine, cfg.gpu_memory_utilization,
+                     max_num_batched_tokens=cfg.max_num_batched_tokens)
+    _FIT_CACHE[key] = (catalog, fit, max_seqs, budget)
+    return fit, max_seqs, budget
+
+
+def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _Ctx:
+    cal = load_calibration()
+    gpu = catalog.gpu(cfg.gpu)
+    link = cfg.interconnect or ("nvlink" if gpu.nvlink_bandwidth_gbs else "pcie")
+    sm = build_step_model(catalog, cal, cfg.model, cfg.gpu, cfg.precision, cfg.tp, cfg.pp,
+                          cfg.kv_cache_dtype, cfg.engine, link, cfg.cuda_graphs, cfg.async_scheduling)
+    full_tokens = int(math.ceil((shape.prompt_tokens_p95 or shape.prompt_tokens)
+                                + (shape.output_tokens_p95 or shape.output_tokens)))
+    fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)
+    # steady state: running sequences are spread evenly over their decode, so one holds on average
+    # prompt + output/2 tokens of paged KV cache (a full-length one must still fit: `fit.fits`)
+    # prefix-cache hits share their KV blocks between sequences, so only the misses count per sequence
+    hit_share = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
+    avg_tokens = shape.prompt_tokens * (1 - hit_share) + shape.output_tokens / 2
+    kv_cap = int(fit.kv_cache_gib_available * GIB / (fit.kv_cache_bytes_per_token * avg_tokens)) if fit.fits else 0
+    cap, why = (kv_cap, "kv-capacity") if kv_cap < max_seqs else (max_seqs, "engine-limit")
+    hit = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
+    isl_p95 = shape.prompt_tokens_p95 or shape.prompt_tokens
+    cv = max(isl_p95 / shape.prompt_tokens - 1.0, 0.0) / P95_Z if shape.prompt_tokens > 0 else 0.0
+    sigma = math.log(max(isl_p95 / shape.prompt_tokens, 1.0)) / P95_Z if shape.prompt_tokens > 0 else 0.0
+    return _Ctx(sm=sm, fit=fit, cap=cap, cap_reason=why, budget=float(budget),
+                isl_eff=shape.prompt_tokens * (1 - hit), isl_eff_p95=isl_p95 * (1 - hit),
+                cached_tokens=shape.prompt_tokens * hit, osl_decode=max(shape.output_tokens - 1.0, 1.0),
+                osl_tail=max((shape.output_tokens_p95 or shape.output_tokens) - 1.0, 1.0),
+                ctx_decode=shape.prompt_tokens + shape.output_tokens / 2.0, cv2_service=cv * cv,
+                prompt_sigma=sigma, request_overhead_s=cal.v("request_overhead_ms") / 1e3,
+                bw_eff=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9))
+
+
+def _saturated_batch(c: _Ctx) -> float:
+    """Decoding sequences when requests wait (offline, a burst, a closed loop over the limit): the
+    batch limit, or fewer when prefill fills the token budget first. The engine schedules running
+    decodes first and prefills in what is left of max_num_batched_tokens, so in steady state the
+    prefill completion rate (budget - B) / prompt per step equals the decode completion rate
+    B / output: B = budget × output / (prompt + output)."""
+    return max(1.0, min(float(c.cap), c.budget * c.osl_decode / (c.isl_eff + c.osl_decode)))
+
+
+# --- step-level quantities (seconds) ---------------------------------------------------------
+def _others_prefill(c: _Ctx, batch: float) -> float:
+    """Prompt tokens per decode step that the other batch - 1 running requests bring: a request's
+    own prefill happens before its first token (in TTFT), never inside its ITL."""
+    return max(batch - 1.0, 0.0) * c.isl_eff / c.osl_decode
+
+
+def _memo(name: str):  # type: ignore[no-untyped-def]
+    """Per-context memo of a (ctx, float) -> value function (the goodput search asks again and again)."""
+    def wrap(fn):  # type: ignore[no-untyped-def]
+        def inner(c: _Ctx, x: float):  # type: ignore[no-untyped-def]
+            key = (name, x)
+            hit = c.memo.get(key)
+            if hit is None:
+                if len(c.memo) > 20000:
+                    c.memo.clear()
+                hit = c.memo[key] = fn(c, x)
+            return hit
+        inner.__doc__ = fn.__doc__
+        return inner
+    return wrap
+
+
+@_memo("cycle")
+def _cycle_s(c: _Ctx, batch: float) -> float:
+    """Mean ITL: time to advance `batch` decoding sequences one token, with the others' prefill.
+    While the others' prefill is less than one chunk per step, it arrives as whole chunks in some
+    steps (a mixture of decode-only and chunk-carrying steps: an MoE's chunk touches all experts
+    once, not in every step); beyond that every step carries prefill and the work is spread over
+    budget-sized steps."""
+    p = _others_prefill(c, batch)
+    ch = _chunk(c, batch, c.isl_eff)
+    if p <= ch and ch > 0:
+        decode = c.sm.step_s(batch, c.ctx_decode)
+        with_chunk = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+        return decode + (p / ch) * (with_chunk - decode)
+    n = max(1.0, (batch + p) / c.budget)
+    return c.sm.step_s(batch, c.ctx_decode, p, c.cached_tokens + c.isl_eff / 2, n_steps=n)
+
+
+def _chunk(c: _Ctx, batch: float, prompt: float) -> float:
+    return max(min(prompt, c.budget - batch), min(prompt, c.budget / 16))
+
+
+@_memo("itl_steps")
+def _itl_steps(c: _Ctx, batch: float) -> tuple[float, float, float]:
+    """(decode-only step s, prefill-carrying step s, share of a request's gaps that carry a chunk)."""
+    decode = c.sm.step_s(batch, c.ctx_decode)
+    ch = _chunk(c, batch, c.isl_eff_p95)
+    chunked = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+    share = min(_others_prefill(c, batch) / ch, 1.0) if ch > 0 else 0.0
+    return decode, chunked, share
+
+
+def _itl_q_s(c: _Ctx, batch: float, mean_s: float, q: float) -> float:
+    """ITL percentile q over all gaps: the chunked step once its share passes 1 - q (smoothed below
+    it by P95_RAMP_EXPONENT so that it stays continuous and monotone in the batch)."""
+    decode, chunked, share = _itl_steps(c, batch)
+    v = decode + (chunked - decode) * min(1.0, share / (1.0 - q)) ** P95_RAMP_EXPONENT
+    return v if q <= 0.5 else max(v, mean_s)
+
+
+def _tpot_q_s(c: _Ctx, batch: float, mean_s: float, q: float) -> float:
+    """TPOT percentile q over requests: a request's gaps hold a Poisson number of chunked steps."""
+    decode, chunked, share = _itl_steps(c, batch)
+    m = share * c.osl_decode
+    return max(mean_s + (chunked - decode) * Z[q] * math.sqrt(m) / c.osl_decode, mean_s if q >= 0.5 else decode)
+
+
+def _prefill_s(c: _Ctx, batch: float, prompt: float) -> float:
+    """Service time of one prompt's prefill, in chunks beside `batch` running decodes."""
+    key = ("prefill", (batch, prompt))
+    hit = c.memo.get(key)
+    if hit is None:
+        hit = c.memo[key] = _prefill_raw(c, batch, prompt)
+    return hit  # type: ignore[return-value]
+
+
+def _prefill_raw(c: _Ctx, batch: float, prompt: float) -> float:
+    if prompt <= 0:
+        return c.sm.step_s(max(batch, 1.0), c.ctx_decode)
+    ch = _chunk(c, batch, prompt)
+    return (prompt / ch) * c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+
+
+@_memo("busy")
+def _prefill_busy_s(c: _Ctx, batch: float) -> float:
+    """GPU time one prompt's prefill adds beyond the running decodes (its marginal cost): the
+    prefill server's service time. The wall-clock prefill (_prefill_s) also contains decode work,
+    which the decode cycle already accounts for. Taken at the largest (saturated) batch, so that
+    the server's utilization grows with the arrival rate alone (an MoE's marginal prefill cost
+    falls as a larger batch already touches its experts; at the low rates of small batches the
+    queue is short either way)."""
+    b = _saturated_batch(c)
+    ch = _chunk(c, b, c.isl_eff)
+    if ch <= 0:
+        return 0.0
+    with_chunk = c.sm.step_s(b, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+    return (c.isl_eff / ch) * max(with_chunk - c.sm.step_s(b, c.ctx_decode), 0.0)
+
+
+def _wait_q(mean: float, rho: float, q: float) -> float:
+    """Percentile q of the M/G/1 wait from its mean: P(W > t) ≈ ρ·exp(-ρt/E[W])."""
+    tail = 1.0 - q
+    return (mean / rho) * math.log(rho / tail) if rho > tail and mean > 0 else 0.0
+
+
+def _wait_s(c: _Ctx, lam: float, service: float, busy: float) -> tuple[float, float]:
+    """(mean, ρ) of the M/G/1 wait for the prefill server at arrival rate `lam` (1/s): utilization
+    from the marginal prefill time `busy`, each waiting request ahead costing its wall-clock `service`."""
+    rho = lam * busy
+    if rho >= 1.0:
+        return math.inf, rho
+    return rho * service * (1.0 + c.cv2_service) / (2.0 * (1.0 - rho)), rho
+
+
+@dataclass(frozen=True)
+class _Point:
+    batch: float
+    lam: float
+    ttft_s: float
+    ttft_q_s: dict[float, float]  # 0.5 / 0.95 / 0.99
+    itl_s: float
+    stable: bool = True
+
+
+def _prompt_q(c: _Ctx, q: float) -> float:
+    """Prompt tokens needing compute at percentile q (log-normal from mean and p95)."""
+    if q == 0.95:
+        return c.isl_eff_p95
+    return c.isl_eff * math.exp(c.prompt_sigma * Z[q]) if q > 0.5 else c.isl_eff
+
+
+def _point(c: _Ctx, batch: float, lam: float, queue_s: float = 0.0) -> _Point:
+    itl = _cycle_s(c, batch)
+    s = _prefill_s(c, batch, c.isl_eff)
+    w, rho = _wait_s(c, lam, s, _prefill_busy_s(c, batch))
+    residual = 0.5 * c.sm.step_s(batch, c.ctx_decode) if batch > 1 else 0.0
+    base = queue_s + residual + c.request_overhead_s
+    if not math.isfinite(w):
+        return _Point(batch, lam, math.inf, {q: math.inf for q in (0.5, 0.95, 0.99)}, itl, stable=False)
+    qs = {q: base + _prefill_s(c, batch, _prompt_q(c, q)) + max(_wait_q(w, rho, q), w if q > 0.5 else 0.0)
+          for q in (0.5, 0.95, 0.99)}
+    return _Point(batch, lam, base + s + w, qs, itl)
+
+
+def _closed(c: _Ctx, n: float) -> _Point:
+    """Closed loop with n ≤ cap in flight: bisection on λ = n / E2E(λ)."""
+    itl = _cycle_s(c, n)
+    d = c.osl_decode * itl
+    s = _prefill_s(c, n, c.isl_eff) + c.request_overhead_s
+    busy = _prefill_busy_s(c, n)
+    lo, hi = 0.0, min(n / (s + d), (1.0 - 1e-9) / busy if busy > 0 else math.inf)
+    for _ in range(48):
+        mid = 0.5 * (lo + hi)
+        w, _ = _wait_s(c, mid, s, busy)
+        if mid * (s + w + d) < n:
+            lo = mid
+        else:
+            hi = mid
+    return _point(c, n, lo)
+
+
+def _bound(c: _Ctx, batch: float, capped: bool) -> tuple[str, str]:
+    mem, comp, comm = c.sm.parts(batch, c.ctx_decode, _others_prefill(c, batch))
+    w_gib = c.sm.weight_gib_per_gpu
+    if capped and mem >= comp:
+        if c.cap_reason == "kv-capacity":
+            return "kv-capacity", (f"the KV cache holds only {c.cap} sequences of this length, so the batch "
+                                   "stays small and each step is dominated by reading weights")
+        return "engine-limit", (f"the engine's max_num_seqs ({c.cap}) caps the batch while steps are still "
+                                "memory-bound")
+    if comm > max(mem, comp):
+        return "communication", (f"tensor-parallel all-reduces ({c.sm.allreduces_per_stage} per step over tp="
+                                 f"{c.sm.tp}) take longer than the memory and compute work of a step")
+    if comp > mem:
+        return "compute", (f"at batch {batch:.0f} the matrix math ({comp * 1e3:.1f} ms per step) outweighs "
+                           f"reading memory ({mem * 1e3:.1f} ms)")
+    return "memory-bandwidth", (f"each step reads {w_gib:.1f} GiB of weights per GPU plus the KV cache at "
+                                f"{c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bw_eff:.2f} efficiency "
+                                f"({mem * 1e3:.1f} ms) which outweighs the math ({comp * 1e3:.1f} ms)")
+
+
+def _estimate(c: _Ctx, shape: WorkloadShape, pt: _Point, concurrency: float, capped: bool) -> LoadEstimate:
+    e2e = pt.ttft_s + c.osl_decode * pt.itl_s
+    bound, why = _bound(c, pt.batch, capped)
+    b, itl = pt.batch, pt.itl_s
+    tq = {q: _tpot_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
+    iq = {q: _itl_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
+    e2e_q = {q: pt.ttft_q_s[q] + c.osl_decode * tq[q] for q in (0.5, 0.95, 0.99)}
+    return LoadEstimate(
+        concurrency=concurrency, requests_per_s=pt.lam, output_tokens_per_s=pt.lam * shape.output_tokens,
+        ttft_ms=pt.ttft_s * 1e3, ttft_p95_ms=pt.ttft_q_s[0.95] * 1e3, itl_ms=itl * 1e3,
+        itl_p95_ms=iq[0.95] * 1e3, e2e_latency_ms=e2e * 1e3,
+        decode_step_ms=c.sm.step_s(b, c.ctx_decode) * 1e3, bound=bound,
+        max_concurrent_sequences=c.cap, stable=pt.stable, explanation=why,
+        ttft_p50_ms=pt.ttft_q_s[0.5] * 1e3, ttft_p99_ms=pt.ttft_q_s[0.99] * 1e3,
+        itl_p50_ms=iq[0.5] * 1e3, itl_p99_ms=iq[0.99] * 1e3, tpot_p50_ms=tq[0.5] * 1e3,
+        tpot_p95_ms=tq[0.95] * 1e3, tpot_p99_ms=tq[0.99] * 1e3, e2e_p50_ms=e2e_q[0.5] * 1e3,
+        e2e_p95_ms=e2e_q[0.95] * 1e3, e2e_p99_ms=e2e_q[0.99] * 1e3)
+
+
+def _infeasible_estimate(c: _Ctx, concurrency: float) -> LoadEstimate:
+    inf = math.inf
+    return LoadEstimate(concurrency, 0.0, 0.0, inf, inf, inf, inf, inf, inf,
+                        "weights-do-not-fit", 0, False, f"the model does not fit: {c.fit.reason}",
+                        inf, inf, inf, inf, inf, inf, inf, inf, inf, inf)
+
+
+def _shift_ttft(pt: _Point, add_s: float) -> _Point:
+    return replace(pt, ttft_s=pt.ttft_s + add_s, ttft_q_s={q: v + add_s for q, v in pt.ttft_q_s.items()})
+
+
+def estimate_closed_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
+                         concurrency: int, synchronized: bool = False) -> LoadEstimate:
+    """`concurrency` requests always in flight (vLLM bench --max-concurrency). Beyond the batch
+    limit the rest wait for admission, which adds to TTFT (Little's law).
+
+    `synchronized`: every request has the same fixed lengths and all start together (a benchmark
+    with fixed input/output lengths), so they finish together and each round is a burst of n
+    prompts: the API server hands them over one after another (frontend time per request) and
+    their prefills run back to back, instead of arriving at random (the M/G/1 wait)."""
+    c = _ctx(catalog, cfg, shape)
+    if c.cap < 1:
+        return _infeasible_estimate(c, concurrency)
+    n = max(float(concurrency), 1.0)
+    limit = _saturated_batch(c)
+    if n <= limit:
+        est = _estimate(c, shape, _closed(c, n), n, capped=False)
+        return _synchronize(c, shape, est, n) if synchronized and n > 1 else est
+    full = _closed(c, limit)
+    e2e_active = full.ttft_s + c.osl_decode * full.itl_s
+    queue = n / full.lam - e2e_active
+    return _estimate(c, shape, _shift_ttft(full, queue), n, capped=True)
+
+
+def _fill_frac(c: _Ctx, n: float, frac: float) -> float:
+    """Share of the time to prefill n prompts back to back after which the prompt at rank frac·n has
+    its first token: prompts finish at the end of the budget-sized step that holds their last chunk."""
+    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
+    return min(1.0, max(math.ceil(frac * steps - 1e-9), 1.0) / steps)
+
+
+def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> LoadEstimate:
+    """A closed loop whose n requests run in lockstep rounds: each round starts with the n prompts'
+    prefill, in budget-sized steps; a prompt's first token comes at the end of its step."""
+    round_s = overlap(_fill_s(c, n), n * load_calibration().v("frontend_ms_per_request") / 1e3, 4.0) \
+        + c.sm.step_s(n, c.ctx_decode)
+    base = c.request_overhead_s
+    ttft = {q: base + round_s * _fill_frac(c, n, q) for q in (0.5, 0.95, 0.99)}
+    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
+    mean = base + round_s * (steps + 1) / (2 * steps)
+    e2e = mean + c.osl_decode * est.itl_ms / 1e3
+    lam = n / e2e
+    return replace(est, ttft_ms=mean * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
+                   ttft_p99_ms=ttft[0.99] * 1e3, e2e_latency_ms=e2e * 1e3, requests_per_s=lam,
+                   output_tokens_per_s=lam * shape.output_tokens,
+                   e2e_p50_ms=(ttft[0.5] + c.osl_decode * est.tpot_p50_ms / 1e3) * 1e3,
+                   e2e_p95_ms=(ttft[0.95] + c.osl_decode * est.tpot_p95_ms / 1e3) * 1e3,
+                   e2e_p99_ms=(ttft[0.99] + c.osl_decode * est.tpot_p99_ms / 1e3) * 1e3)
+
+
+def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
+                       requests_per_s: float) -> LoadEstimate:
+    """Poisson arrivals at `requests_per_s`; the active batch solves B = R × (TTFT + decode time)."""
+    c = _ctx(catalog, cfg, shape)
+    if c.cap < 1:
+        return _infeasible_estimate(c, 0.0)
+    r = max(requests_per_s, 1e-9)
+
+    def excess(b: float) -> float:
+        pt = _point(c, b, r)
+        return r * (pt.ttft_s + c.osl_decode * pt.itl_s) - b if pt.stable else math.inf
+
+    if excess(float(c.cap)) > 0:
+        pt = _point(c, float(c.cap), r)
+        lam = c.cap / (pt.ttft_s + c.osl_decode * pt.itl_s) if pt.stable else 0.0
+        pt = replace(pt, lam=lam, ttft_s=math.inf, ttft_q_s={q: math.inf for q in pt.ttft_q_s}, stable=False)
+        est = _estimate(c, shape, pt, float(c.cap), capped=True)
+        return replace(est, explanation=f"unstable: {r:.2f} req/s exceeds what the replica serves; " + est.explanation)
+    lo, hi = 0.0, float(c.cap)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if excess(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+    pt = _point(c, max(hi, 1e-6), r)
+    return _estimate(c, shape, pt, hi, capped=False)
+
+
+def estimate_offline(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> LoadEstimate:
+    """Everything queued: the engine runs its largest batch, min(max_num_seqs, KV capacity).
+    Throughput = batch / cycle; TTFT is the mean wait to prefill one full batch (half of it)."""
+    c = _ctx(catalog, cfg, shape)
+    if c.cap < 1:
+        return _infeasible_estimate(c, 0.0)
+    b = _saturated_batch(c)
+    itl = _cycle_s(c, b)
+    lam = b / (c.osl_decode * itl + _prefill_s(c, b, c.isl_eff))
+    fill = _fill_s(c, b)
+    pt = _Point(b, lam, fill / 2 + c.request_overhead_s,
+                {q: fill * q + c.request_overhead_s for q in (0.5, 0.95, 0.99)}, itl)
+    est = _estimate(c, shape, pt, b, capped=True)
+    return replace(est, output_tokens_per_s=b / itl, requests_per_s=b / itl / shape.output_tokens)
+
+
+def _fill_s(c: _Ctx, b: float) -> float:
+    """Time to prefill b prompts back to back in max_num_batched_tokens chunks."""
+    return c.sm.step_s(0.0, 0.0, b * c.isl_eff, c.cached_tokens + c.isl_eff / 2,
+                       n_steps=max(1.0, b * c.isl_eff / c.budget))
+
+
+def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_prompts: int) -> LoadEstimate:
+    """`n_prompts` requests sent at once (vLLM bench serve --request-rate inf --num-prompts N): a
+    finite burst, not an endless steady state. The API server hands prompts over one after another
+    (frontend time per request, overlapping the engine's work); the first B = min(N, saturated
+    batch) are prefilled
+    back to back in full token-budget steps (request i's first token after i/B of the fill), the rest
+    are admitted as slots free at the steady rate λ = B / E2E(B), and the run ends with the drain of
+    the longest outputs (output p95). Throughput = N × output / makespan; TTFT percentiles are over
+    the N requests; ITL tails include the fill's full-budget steps."""
+    c = _ctx(catalog, cfg, shape)
+    if c.cap < 1:
+        return _infeasible_estimate(c, 0.0)
+    n = max(float(n_prompts), 1.0)
+    b = min(n, _saturated_batch(c))
+    itl = _cycle_s(c, b)
+    # the API server ingests the prompts one after another while the engine prefills them: the slower
+    # of the two paces the fill (a smooth max, exponent 4)
+    fill = overlap(_fill_s(c, b), b * load_calibration().v("frontend_ms_per_request") / 1e3, 4.0)
+    own = _prefill_s(c, b, c.isl_eff)
+    e2e_ss = own + c.osl_decode * itl
+    lam = b / e2e_ss
+    rest = n - b
+    ovh = c.request_overhead_s
+
+    def ttft_at(frac: float) -> float:  # TTFT of the request at rank frac·N
+        i = frac * n
+        return ovh + (fill * _fill_frac(c, b, i / b) if i <= b else fill + (i - b) / lam + own)
+
+    mean_ttft = (b / n) * (ovh + fill / 2) + (rest / n) * (ovh + fill + own + rest / (2 * lam)) if rest > 0 \
+        else ovh + fill / 2
+    drain = c.osl_tail * c.sm.step_s(max(b * TAIL, 1.0), c.ctx_decode) if c.osl_tail > c.osl_decode else 0.0
+    makespan = fill + rest / lam + c.osl_decode * itl + drain + ovh
+    pt = _Point(b, n / makespan, mean_ttft, {q: ttft_at(q) for q in (0.5, 0.95, 0.99)}, itl)
+    est = _estimate(c, shape, pt, b, capped=b >= c.cap)
+    # the fill's full-budget steps: the first B requests decode through half of them on average
+    fill_steps = max(1.0, b * c.isl_eff / c.budget)
+    share = (b / n) * min(1.0, fill_steps / 2.0 / c.osl_decode)
+    full = c.sm.step_s(b / 2.0, c.ctx_decode, max(c.budget - b / 2.0, 0.0), c.cached_tokens + c.isl_eff / 2)
+    tails = {}
+    for q, name in ((0.5, "itl_p50_ms"), (0.95, "itl_p95_ms"), (0.99, "itl_p99_ms")):
+        ramp = min(1.0, share / (1.0 - q)) ** P95_RAMP_EXPONENT
+        tails[name] = max(getattr(est, name), (est.decode_step_ms + (full * 1e3 - est.decode_step_ms) * ramp))
+    m = share * c.osl_decode
+    dz = (full - c.sm.step_s(b, c.ctx_decode)) * math.sqrt(m) / c.osl_decode * 1e3
+    tp = {name: max(getattr(est, name), est.itl_ms + Z[q] * dz)
+          for q, name in ((0.95, "tpot_p95_ms"), (0.99, "tpot_p99_ms"))}
+    return replace(est, output_tokens_per_s=n * shape.output_tokens / makespan, **tails, **tp)
+
+
+from sizing.perf.goodput import goodput  # noqa: E402  (re-exported: the public API lives in sizing.perf.load)
+
+__all__ = ["Goodput", "LoadEstimate", "ReplicaConfig", "WorkloadShape", "estimate_burst", "estimate_closed_loop",
+           "estimate_offline", "estimate_open_loop", "goodput"]

@@ -1,0 +1,177 @@
+"""GPU memory sizing: weights, KV cache, runtime overhead, fit and max concurrent sequences.
+
+Units: bytes where a name says bytes, GiB (2**30 bytes) where it says gib. Scope is in
+every name: per GPU, per replica (one model copy over tp × pp GPUs), or per token.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from sizing.catalog.lookup import Catalog, EngineDefaults, ModelArch, PrecisionFormat
+
+GIB = 2**30
+KV_BYTES = {"fp8": 1.0}
+
+
+def embedding_params(model: ModelArch) -> float:
+    """Parameters in the input embedding and lm_head (counted once when tied)."""
+    return model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
+
+
+def native_expert_bytes_per_param(model: ModelArch) -> float | None:
+    """Bytes per routed-expert weight as the published checkpoint stores them, when its experts
+    are natively quantized (gpt-oss: MXFP4, 4.25 bits with the block scales); else None."""
+    if model.native_expert_format == "mxfp4":
+        from sizing.catalog.architectures.gpt_oss import MXFP4_BITS_PER_WEIGHT
+
+        return MXFP4_BITS_PER_WEIGHT / 8.0
+    return None
+
+
+def expert_weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat) -> float:
+    """Bytes of the routed experts of one model copy (0 for a dense model): MXFP4 experts stay
+    MXFP4 unless `fmt` is smaller still."""
+    experts = (model.expert_params_b or 0.0) * 1e9
+    native = native_expert_bytes_per_param(model)
+    return experts * (min(native, fmt.bytes_per_param) if native else fmt.bytes_per_param)
+
+
+def weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat, include_mtp: bool = False) -> float:
+    """Bytes of all weights of one model copy. Embeddings/lm_head stay 16-bit unless the
+    format quantizes them (AWQ, GPTQ and FP8 checkpoints keep them in 16 bits). Experts a
+    checkpoint stores natively quantized (gpt-oss MXFP4) keep that size. MTP layers are left out
+    (vLLM loads them only for MTP speculative decoding) unless `include_mtp`."""
+    total = model.params_total_b * 1e9
+    emb = 0.0 if fmt.quantizes_embeddings else min(embedding_params(model), total)
+    native = native_expert_bytes_per_param(model)
+    experts = min((model.expert_params_b or 0.0) * 1e9, total - emb) if native else 0.0
+    mtp = model.mtp_params_b * 1e9 * fmt.bytes_per_param if include_mtp else 0.0
+    return (total - emb - experts) * fmt.bytes_per_param + emb * 2.0 + \
+        (expert_weight_bytes_per_replica(model, fmt) if native else 0.0) + mtp
+
+
+def weights_gib_per_gpu(model: ModelArch, fmt: PrecisionFormat, tp: int, pp: int = 1) -> float:
+    """Weights held by one GPU of a tp × pp replica (even shards), GiB."""
+    return weight_bytes_per_replica(model, fmt) / (tp * pp) / GIB
+
+
+def kv_dtype_bytes(kv_cache_dtype: str, fmt: PrecisionFormat) -> float:
+    """Bytes per KV element: 1 for an fp8 cache, else the 16-bit activation dtype."""
+    return KV_BYTES.get(kv_cache_dtype, 2.0)
+
+
+def _kv_elems_per_token_per_layer(model: ModelArch) -> float:
+    if model.is_mla:
+        return float((model.mla_kv_lora_rank or 0) + (model.mla_qk_rope_head_dim or 0))
+    head_dim = model.head_dim or model.hidden_size // model.num_attention_heads
+    return 2.0 * model.num_kv_heads * head_dim
+
+
+def kv_cache_bytes_per_token(model: ModelArch, kv_bytes: float) -> float:
+    """KV bytes one token adds to one replica, over all layers (2 × layers × kv_heads × head_dim
+    × bytes; MLA: latent + rope dims). Sliding-window layers count fully here: this is the
+    per-token figure for sequences within the window."""
+    return model.num_layers * _kv_elems_per_token_per_layer(model) * kv_bytes
+
+
+def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[str, float]:
+    """KV bytes one token adds to one replica, per layer kind, summed over the layers of that
+    kind: "mla" (latent kv_lora_rank + qk_rope_head_dim per layer), "full" (2 x kv_heads x
+    head_dim per layer) and "sliding" (the same per layer, but held for at most
+    `sliding_window` tokens)."""
+    per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes
+    if model.is_mla:
+        return {"mla": model.num_layers * per_layer}
+    n_window = len(model.sliding_window_layers) if model.sliding_window else 0
+    out = {"full": (model.num_layers - n_window) * per_layer}
+    if n_window:
+        out["sliding"] = n_window * per_layer
+    return out
+
+
+def kv_cache_bytes_per_sequence(model: ModelArch, tokens: int, kv_bytes: float) -> float:
+    """KV bytes of one sequence of `tokens` on one replica; sliding-window layers hold at most
+    their window."""
+    per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes
+    n_window = len(model.sliding_window_layers) if model.sliding_window else 0
+    window_tokens = min(tokens, model.sliding_window or tokens)
+    return per_layer * ((model.num_layers - n_window) * tokens + n_window * window_tokens)
+
+
+def kv_replication_factor(model: ModelArch, tp: int) -> float:
+    """How many times the replica stores each KV element across its tp ranks: MLA's latent is
+    replicated on every rank; GQA heads are replicated when tp exceeds the KV head count."""
+    if model.is_mla:
+        return float(tp)
+    return max(1.0, tp / model.num_kv_heads)
+
+
+def runtime_overhead_gib_per_gpu(model: ModelArch, engine: EngineDefaults, tp: int,
+                                 max_num_batched_tokens: int | None = None) -> float:
+    """Memory vLLM keeps besides weights and KV, per GPU (GiB): CUDA context, CUDA graphs, and
+    the activation peak of one scheduler step (MLP intermediates of the token budget, plus the
+    fp32 logits of the sequences it samples)."""
+    tokens = max_num_batched_tokens or engine.default_max_num_batched_tokens
+    ffn = model.moe_intermediate_size * (model.moe_experts_per_token or 1) if model.is_moe and \
+        model.moe_intermediate_size else (model.intermediate_size or 4 * model.hidden_size)
+    act_bytes = tokens * (2 * ffn / tp + 4 * model.hidden_size) * 2.0
+    logits_bytes = engine.default_max_num_seqs * model.vocab_size / tp * 4.0
+    return engine.cuda_context_gib_per_gpu + engine.cuda_graphs_gib_per_gpu + (act_bytes + logits_bytes) / GIB
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """Memory of one replica (tp × pp GPUs) of a model on one GPU type."""
+
+    gpu_memory_gib_per_gpu: float
+    gpu_memory_utilization: float
+    weights_gib_per_gpu: float
+    weights_gib: float  # whole replica
+    overhead_gib_per_gpu: float
+    kv_cache_gib_per_gpu: float
+    kv_cache_gib_available: float  # whole replica
+    kv_cache_bytes_per_token: float  # whole replica, as stored (including TP replication)
+    context_tokens: int
+    kv_cache_bytes_per_sequence: float  # whole replica, at context_tokens
+    max_concurrent_sequences: int  # at context_tokens
+    fits: bool
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def memory_fit(catalog: Catalog, model: ModelArch, gpu: str, precision: str, tp: int, pp: int,
+               context_tokens: int, kv_cache_dtype: str = "auto", engine: str = "vllm",
+               gpu_memory_utilization: float | None = None, gpu_memory_gib: float | None = None,
+               max_num_batched_tokens: int | None = None) -> MemoryFit:
+    """Does the model fit a tp × pp replica of `gpu`, and how many sequences of
+    `context_tokens` can its KV cache hold at once?"""
+    fmt = catalog.precision(precision)
+    eng = catalog.engine(engine)
+    util = gpu_memory_utilization or eng.default_gpu_memory_utilization
+    mem = gpu_memory_gib or catalog.gpu_usable_memory_gib(gpu)
+    w_gpu = weights_gib_per_gpu(model, fmt, tp, pp)
+    over = runtime_overhead_gib_per_gpu(model, eng, tp, max_num_batched_tokens)
+    kv_gpu = mem * util - w_gpu - over
+    kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
+    rep = kv_replication_factor(model, tp)
+    per_token = kv_cache_bytes_per_token(model, kvb) * rep
+    per_seq = kv_cache_bytes_per_sequence(model, context_tokens, kvb) * rep
+    kv_replica = max(kv_gpu, 0.0) * tp * pp
+    max_seqs = int(math.floor(kv_replica * GIB / per_seq)) if per_seq > 0 else 0
+    if kv_gpu <= 0:
+        fits, reason = False, (f"weights {w_gpu:.1f} GiB + overhead {over:.1f} GiB per GPU exceed "
+                               f"{util:.0%} of {mem:.1f} GiB")
+    elif max_seqs < 1:
+        fits, reason = False, (f"KV cache of {kv_gpu:.1f} GiB per GPU cannot hold one {context_tokens}-token "
+                               f"sequence ({per_seq / GIB / (tp * pp):.1f} GiB per GPU)")
+    else:
+        fits, reason = True, "fits"
+    return MemoryFit(
+        gpu_memory_gib_per_gpu=mem, gpu_memory_utilization=util, weights_gib_per_gpu=w_gpu,
+        weights_gib=w_gpu * tp * pp, overhead_gib_per_gpu=over, kv_cache_gib_per_gpu=max(kv_gpu, 0.0),
+        kv_cache_gib_available=kv_replica, kv_cache_bytes_per_token=per_token, context_tokens=context_tokens,
+        kv_cache_bytes_per_sequence=per_seq, max_concurrent_sequences=max_seqs, fits=fits, reason=reason)

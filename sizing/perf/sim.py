@@ -1,0 +1,507 @@
+"""Step-level simulation of continuous batching on one model replica, as vLLM V1 schedules it.
+
+Owns: the scheduler loop (admission, chunked prefill in integer chunks, KV blocks, preemption,
+prefix-cache hits), the arrival processes (Poisson rate, closed-loop concurrency, a burst of N
+prompts), request-length distributions, and the percentiles that come out (TTFT, ITL, TPOT, E2E),
+throughput and goodput. Each step's time comes from the roofline physics in sizing.perf.step
+(`engine_step_s`; `_step_time` below is its vectorized twin, tested equal). No planner logic.
+
+Scheduler rules implemented (vLLM 0.33.0 wheel, vllm/v1/core/sched/scheduler.py, `schedule()`):
+- "There's no 'decoding phase' nor 'prefill phase' in the scheduler. Each request just has the
+  num_computed_tokens and num_tokens_with_spec ... the scheduler tries to assign tokens to the
+  requests so that each request's num_computed_tokens can catch up its num_tokens_with_spec."
+- "First, schedule the RUNNING requests": in admission order, `while req_index < len(self.running)
+  and token_budget > 0`, each gets `num_new_tokens = min(num_new_tokens, token_budget, ...)`; a
+  running decode needs 1 token, a running partial prefill the rest of its prompt. The budget is
+  `max_num_scheduled_tokens`, i.e. max_num_batched_tokens (long_prefill_token_threshold 0 = off).
+- Preemption when `allocate_slots` returns None: FCFS "preempted_req = self.running[-1]" (the last
+  admitted), repeated until the request fits or is itself preempted; `_preempt_request` frees its
+  blocks, sets "request.num_computed_tokens = 0" (recompute) and "self.waiting.prepend_request".
+- "Next, schedule the WAITING requests" only "if not preempted_reqs": FCFS while `token_budget > 0`
+  and `len(self.running) < max_num_running_reqs` (max_num_seqs); prefix-cache hits come first
+  (`get_computed_blocks`, whole blocks, at most "request.num_tokens - 1" tokens: kv_cache_manager.py),
+  then `num_new_tokens = min(num_new_tokens, request_token_budget)` (chunked prefill); a request
+  whose blocks cannot be allocated stops admission for this step.
+- Block size 16 tokens (sizing/data/platform.csv `vllm_kv_block_size`, from vllm/config/cache.py).
+A request's first token is sampled in the step that computes its last prompt token; each later
+step that computes one token samples the next. The per-request overhead (HTTP, tokenization;
+perf_calibration `request_overhead_ms`) delays its arrival at the engine and counts in TTFT and
+E2E; the API server hands requests to the engine one after another (`frontend_ms_per_request`).
+
+Speed: consecutive decode-only steps with an unchanged batch (no admission possible, no finish, no
+block shortage) are advanced together in one call of the step model at their mid context (exact
+for the memory-bound part, which is linear in context). Request counts are bounded (MAX_REQUESTS).
+Units: seconds inside, ms in SimResult, tokens/s and requests/s per replica. Deterministic for a
+seed (numpy PCG64).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from sizing.catalog.lookup import Catalog
+from sizing.catalog.platform import number
+from sizing.perf.calibration import load_calibration
+from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, _engine_limits
+from sizing.perf.memory import GIB
+from sizing.perf.step import StepModel
+
+P95_Z = 1.6448536269514722  # standard-normal 95th percentile
+QUANTILES = (50, 90, 95, 99)
+MAX_REQUESTS = 1200  # most requests one simulation runs (bounds its time)
+MAX_ITERATIONS = 200_000  # scheduler iterations before a run is declared unstable (overload)
+ArrivalKind = Literal["poisson", "closed", "burst"]
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """How requests arrive: `poisson` at `value` requests/s, `closed` with `value` requests always
+    in flight (a new one the moment one finishes), or `burst`: `value` prompts all at t = 0."""
+
+    kind: ArrivalKind
+    value: float
+
+    @classmethod
+    def poisson(cls, requests_per_s: float) -> Arrivals:
+        return cls("poisson", float(requests_per_s))
+
+    @classmethod
+    def closed(cls, concurrency: int) -> Arrivals:
+        return cls("closed", float(concurrency))
+
+    @classmethod
+    def burst(cls, n_prompts: int) -> Arrivals:
+        return cls("burst", float(n_prompts))
+
+
+def lognormal_sigma(mean: float, p95: float) -> float:
+    """Sigma of the log-normal with this mean and 95th percentile: ln(p95/mean) = 1.645σ - σ²/2
+    (the smaller root). p95/mean beyond exp(1.645²/2) ≈ 3.87 has no solution; σ is capped at 1.645."""
+    r = math.log(max(p95 / mean, 1.0))
+    disc = P95_Z * P95_Z - 2.0 * r
+    return P95_Z - math.sqrt(disc) if disc > 0 else P95_Z
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Tokens per request: fixed at `mean`, or log-normal fitted to `mean` and `p95` (a long tail)."""
+
+    mean: float
+    p95: float | None = None
+
+    def sample(self, rng: np.random.Generator, n: int, cap: int) -> np.ndarray:
+        """n integer lengths in [1, cap]."""
+        if self.p95 is None or self.p95 <= self.mean:
+            return np.full(n, max(1, min(int(round(self.mean)), cap)), dtype=np.int64)
+        s = lognormal_sigma(self.mean, self.p95)
+        mu = math.log(self.mean) - s * s / 2.0
+        x = rng.lognormal(mu, s, n)
+        return np.clip(np.rint(x), 1, cap).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class RequestSlo:
+    """Per-request targets for goodput (vLLM bench --goodput style), ms; None = not checked."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Measured over the steady-state window (poisson/closed) or the whole run (burst).
+    Latency dicts map "mean", "p50", "p90", "p95", "p99" to ms: TTFT and E2E over requests, ITL
+    over all token gaps, TPOT over requests' mean gaps. Throughput per replica."""
+
+    requests: int
+    ttft_ms: dict[str, float]
+    itl_ms: dict[str, float]
+    tpot_ms: dict[str, float]
+    e2e_ms: dict[str, float]
+    output_tokens_per_s: float
+    requests_per_s: float
+    goodput_requests_per_s: float
+    goodput_output_tokens_per_s: float
+    preemptions: int
+    steps: int
+    mean_running: float
+    max_running: int
+    kv_blocks: int
+    stable: bool
+    notes: list[str] = field(default_factory=list)
+
+    def percentile(self, metric: str, q: str) -> float:
+        """metric ttft | itl | tpot | e2e; q mean | p50 | p90 | p95 | p99 (ms)."""
+        return getattr(self, f"{metric}_ms")[q]
+
+
+def _step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.ndarray) -> float:
+    """engine_step_s (sizing.perf.step) on arrays: decodes with contexts `ctx`, prefill chunks of `pn`
+    new tokens after `pc` cached ones. Same formula, vectorized (tests/test_perf_sim.py checks it)."""
+    f, win, kvt = sm.kv_full_fraction, sm.sliding_window, sm.kv_bytes_per_token_per_gpu
+    d = float(ctx.size)
+    if d:
+        s = float(ctx.sum())
+        kv = kvt * (f * s + (1 - f) * (float(np.minimum(ctx, win).sum()) if f < 1 else 0.0))
+        ctx_mean = s / d
+    else:
+        kv, ctx_mean = 0.0, 0.0
+    p = float(pn.sum()) if pn.size else 0.0
+    if p:
+        pctx = float((pn * (pc + pn / 2.0)).sum()) / p
+        live = pc[pn > 0]
+        kv += kvt * (f * float(live.sum()) + (1 - f) * (float(np.minimum(live, win).sum()) if f < 1 else 0.0))
+    else:
+        pctx = 0.0
+    return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
+
+
+def _wquantiles(values: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+    """Mean and QUANTILES (inverted CDF) of values with integer weights."""
+    if values.size == 0:
+        return {"mean": 0.0, **{f"p{q}": 0.0 for q in QUANTILES}}
+    order = np.argsort(values)
+    v, cw = values[order], np.cumsum(weights[order])
+    at = np.searchsorted(cw, np.array(QUANTILES) / 100.0 * cw[-1], side="left")
+    return {"mean": float((values * weights).sum() / cw[-1]),
+            **{f"p{q}": float(v[min(int(i), v.size - 1)]) for q, i in zip(QUANTILES, at, strict=True)}}
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    if x.size == 0:
+        return {"mean": 0.0, **{f"p{q}": 0.0 for q in QUANTILES}}
+    ps = np.percentile(x, QUANTILES)
+    return {"mean": float(x.mean()), **{f"p{q}": float(v) for q, v in zip(QUANTILES, ps, strict=True)}}
+
+
+def default_requests(arrivals: Arrivals, cap: int) -> int:
+    """Requests one run simulates: a burst's N; otherwise enough rounds of the batch for a steady
+    window after the warm-up (bounded by MAX_REQUESTS)."""
+    if arrivals.kind == "burst":
+        return int(min(max(arrivals.value, 1), MAX_REQUESTS))
+    if arrivals.kind == "closed":
+        return int(min(max(3 * arrivals.value, 96), MAX_REQUESTS))
+    return 240
+
+
+def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Lengths, arrivals: Arrivals,
+             prefix_cache_hit_rate: float = 0.0, seed: int = 0, n_requests: int | None = None,
+             slo: RequestSlo | None = None, staggered: bool = True) -> SimResult:
+    """Simulate one replica (cfg: its GPUs, precision, max_num_seqs, max_num_batched_tokens) serving
+    requests of these lengths arriving as `arrivals`. See the module docstring for the rules.
+    `staggered` (closed loop): the users start at random times over one request's lifetime (the
+    analytic model's steady state); False starts them together (a benchmark's lockstep rounds).
+    `n_requests`: None = default_requests(). Same seed, same result."""
+    shape = WorkloadShape(prompt.mean, output.mean, prompt.p95, output.p95, prefix_cache_hit_rate)
+    c = _ctx(catalog, cfg, shape)
+    max_seqs, budget_tokens, _ = _engine_limits(catalog, cfg)
+    cal = load_calibration()
+    sm = c.sm
+    blk = int(number("vllm_kv_block_size"))
+    if not c.fit.fits:
+        raise ValueError(f"the model does not fit: {c.fit.reason}")
+    total_blocks = int(c.fit.kv_cache_gib_available * GIB // (c.fit.kv_cache_bytes_per_token * blk))
+    rng = np.random.default_rng(seed)
+    n = n_requests or default_requests(arrivals, max_seqs)
+    # longest sequence the engine accepts: the KV cache (and max_model_len ~ prompt p95 + output p95)
+    max_len = max(2, min(total_blocks * blk, c.fit.context_tokens))
+    P = prompt.sample(rng, n, max_len - 1)
+    OUT = np.minimum(output.sample(rng, n, max_len - 1), max_len - P)
+    OUT = np.maximum(OUT, 1)
+    hit = min(max(prefix_cache_hit_rate, 0.0), 0.999)
+    # prefix-cache hits: whole blocks of a shared prefix, resident once (its blocks are not per request)
+    H = (np.floor(P * hit / blk) * blk).astype(np.int64)
+    H = np.minimum(H, ((P - 1) // blk) * blk)
+    shared_blocks = int(H.max() // blk) if n else 0
+    free = total_blocks - shared_blocks
+    overhead = c.request_overhead_s
+    frontend = cal.v("frontend_ms_per_request") / 1e3
+
+    send = np.zeros(n)  # client send time
+    if arrivals.kind == "poisson":
+        send = np.cumsum(rng.exponential(1.0 / max(arrivals.value, 1e-12), n))
+        send -= send[0]
+    n_users = int(arrivals.value) if arrivals.kind == "closed" else 0
+    arrive = np.full(n, math.inf)  # engine arrival
+    last_handoff = -math.inf
+    # sends not yet handed to the engine (a heap by send time: closed loops add to it as requests
+    # finish) and hand-offs not yet arrived (in order: the API server hands off one after another)
+    sends: list[tuple[float, int]] = []
+    inflight: deque[tuple[float, int]] = deque()
+
+    def hand_off(t_now: float) -> None:
+        nonlocal last_handoff
+        while sends and sends[0][0] <= t_now + 1e-12:
+            t_send, i = heapq.heappop(sends)
+            last_handoff = max(t_send + overhead, last_handoff + frontend)
+            arrive[i] = last_handoff
+            inflight.append((last_handoff, i))
+
+    def next_arrival_s() -> float:
+        return min(inflight[0][0] if inflight else math.inf, sends[0][0] + overhead if sends else math.inf)
+
+    if arrivals.kind == "closed":
+        issued = min(n_users, n)
+        # staggered: the users' first requests spread over one request's lifetime (a steady state
+        # with random phases); otherwise all start at t = 0 and fixed lengths keep them in lockstep
+        span = (c.osl_decode * sm.step_s(float(issued), c.ctx_decode) + c.request_overhead_s) if staggered else 0.0
+        starts = np.sort(rng.uniform(0.0, span, issued)) if span > 0 else np.zeros(issued)
+        sends = [(float(t0), i) for i, t0 in enumerate(starts)]
+    else:
+        issued = n
+        sends = [(float(send[i]), i) for i in range(n)]
+    send[:issued] = [x for x, _ in sends]
+    heapq.heapify(sends)
+
+    C = np.zeros(n, dtype=np.int64)  # tokens in the KV cache (computed)
+    G = np.zeros(n, dtype=np.int64)  # output tokens sampled
+    B = np.zeros(n, dtype=np.int64)  # own (non-shared) blocks held
+    T1 = np.full(n, math.nan)
+    T2 = np.full(n, math.nan)
+    LT = np.zeros(n)  # time of the last token
+    running = np.zeros(0, dtype=np.int64)
+    waiting: deque[int] = deque()
+    gap_v: list[np.ndarray] = []
+    gap_w: list[np.ndarray] = []
+    log_t: list[float] = []
+    log_tok: list[int] = []
+    busy_running = 0.0
+    t = 0.0
+    preemptions = steps = iterations = 0
+    max_running = 0
+    done = 0
+    stable = True
+
+    def blocks_for(tokens: np.ndarray | int, hits: np.ndarray | int) -> np.ndarray | int:
+        return -(-tokens // blk) - hits // blk
+
+    while done < n:
+        iterations += 1
+        if iterations > MAX_ITERATIONS:
+            stable = False
+            break
+        hand_off(t)
+        while inflight and inflight[0][0] <= t + 1e-12:
+            waiting.append(inflight.popleft()[1])
+        t_next = next_arrival_s()
+        if running.size == 0 and not waiting:
+            if math.isfinite(t_next):
+                t = t_next
+                continue
+            break
+        budget = budget_tokens
+        preempted = False
+        R = running
+        CR, GR = C[R], G[R]
+        need = P[R] + GR - CR
+        sched = np.minimum(np.maximum(budget - (need.cumsum() - need), 0), need)
+        newb = blocks_for(CR + sched, H[R]) - B[R]
+        newb[sched == 0] = 0
+        nb_total = int(newb.sum())
+        if nb_total <= free:
+            free -= nb_total
+            B[R] += newb
+            budget -= int(sched.sum())
+        else:  # the slow path, request by request: preempt the last admitted until it fits
+            order = [int(x) for x in R]
+            kept: list[int] = []
+            sched_l: list[int] = []
+            budget_l = budget
+            j = 0
+            while j < len(order) and budget_l > 0:
+                r = order[j]
+                nt = min(int(P[r] + G[r] - C[r]), budget_l)
+                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
+                while nb > free:
+                    victim = order.pop()
+                    free += int(B[victim])
+                    B[victim] = 0
+                    C[victim] = 0
+                    waiting.appendleft(victim)
+                    preemptions += 1
+                    preempted = True
+                    if victim == r:
+                        break
+                if r not in order:
+                    break
+                free -= nb
+                B[r] += nb
+                budget_l -= nt
+                kept.append(r)
+                sched_l.append(nt)
+                j += 1
+            tail = order[j:]
+            R = np.array(kept + tail, dtype=np.int64)
+            sched = np.array(sched_l + [0] * len(tail), dtype=np.int64)
+            budget = budget_l
+            CR, GR = C[R], G[R]
+            need = P[R] + GR - CR
+        # admission from the waiting queue (FCFS), only when nothing was preempted in this step
+        adm: list[int] = []
+        adm_n: list[int] = []
+        if not preempted:
+            while waiting and budget > 0 and R.size + len(adm) < max_seqs:
+                r = waiting[0]
+                if C[r] == 0:
+                    C[r] = min(int(H[r]), ((int(P[r] + G[r]) - 1) // blk) * blk)
+                nt = min(int(P[r] + G[r] - C[r]), budget)
+                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
+                if nb > free:
+                    break
+                waiting.popleft()
+                free -= nb
+                B[r] += nb
+                budget -= nt
+                adm.append(r)
+                adm_n.append(nt)
+        if adm:
+            a = np.array(adm, dtype=np.int64)
+            R = np.concatenate([R, a])
+            sched = np.concatenate([sched, np.array(adm_n, dtype=np.int64)])
+            CR, GR = C[R], G[R]
+            need = P[R] + GR - CR
+        running = R
+        if running.size == 0:  # nothing fits (cannot happen once lengths are capped); wait for an arrival
+            if math.isfinite(t_next):
+                t = max(t, t_next)
+                continue
+            stable = False
+            break
+        max_running = max(max_running, int(running.size))
+        act = sched > 0
+        is_dec = (sched == 1) & (need == 1) & (GR >= 1)
+        dec = running[is_dec]
+        chunk = act & ~is_dec
+        dec_ctx = CR[is_dec].astype(float)
+        # decode-only run: advance k steps at once while nothing else can change
+        k = 1
+        # (a waiting request left after admission stays blocked until a finish frees a slot or blocks)
+        if dec.size == running.size and not preempted:
+            k = int((OUT[dec] - GR).min())
+            if k > 1 and math.isfinite(t_next) and running.size < max_seqs:
+                dt0 = _step_time(sm, dec_ctx, _EMPTY, _EMPTY)
+                k = min(k, max(1, math.ceil((t_next - t) / dt0 - 1e-9)))
+            # blocks the k steps need: every sequence crossing a block boundary takes one more
+            if k > 1:
+                extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
+                while k > 1 and extra > free:
+                    k = max(1, k // 2)
+                    extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
+                free -= extra
+                B[dec] += blocks_for(C[dec] + k, H[dec]) - B[dec]
+            k = max(1, min(k, 4096))
+        if k > 1:
+            dt = _step_time(sm, dec_ctx + (k - 1) / 2.0, _EMPTY, _EMPTY)
+            t_end = t + k * dt
+            first = t + dt - LT[dec]
+            gap_v.extend((first, np.array([dt])))
+            gap_w.extend((np.ones(dec.size, dtype=np.int64), np.array([dec.size * (k - 1)], dtype=np.int64)))
+            C[dec] += k
+            G[dec] += k
+            LT[dec] = t_end
+            steps += k
+            busy_running += running.size * k * dt
+            log_t.append(t_end)
+            log_tok.append(int(dec.size * k))
+        else:
+            dt = _step_time(sm, dec_ctx, sched[chunk].astype(float), CR[chunk].astype(float))
+            t_end = t + dt
+            C[running] = CR + sched
+            sampled = running[act & (sched == need)]
+            G[sampled] += 1
+            again = sampled[G[sampled] >= 2]
+            if again.size:
+                gap_v.append(t_end - LT[again])
+                gap_w.append(np.ones(again.size, dtype=np.int64))
+            newly = sampled[G[sampled] == 1]
+            T1[newly] = t_end
+            LT[sampled] = t_end
+            steps += 1
+            busy_running += running.size * dt
+            log_t.append(t_end)
+            log_tok.append(int(sampled.size))
+        t = t_end
+        fin_mask = G[running] >= OUT[running]
+        fin = running[fin_mask]
+        if fin.size:
+            T2[fin] = t
+            free += int(B[fin].sum())
+            B[fin] = 0
+            running = running[~fin_mask]
+            done += int(fin.size)
+            if arrivals.kind == "closed":
+                for _ in range(int(fin.size)):
+                    if issued < n:
+                        heapq.heappush(sends, (t, issued))
+                        send[issued] = t
+                        issued += 1
+    _LAST_ITERATIONS[0] = iterations
+    return _result(arrivals, P, OUT, send, arrive, T1, T2, gap_v, gap_w, log_t, log_tok, preemptions, steps,
+                   busy_running, t, max_running, total_blocks, stable, slo, n_users)
+
+
+_EMPTY = np.zeros(0)
+_LAST_ITERATIONS = [0]  # scheduler iterations of the last run (bench/sim_speed.py)
+
+
+def _window(arrivals: Arrivals, n: int, n_users: int) -> tuple[int, int]:
+    """Requests measured: all of a burst; else after the warm-up and before the drain."""
+    if arrivals.kind == "burst":
+        return 0, n
+    if arrivals.kind == "closed":
+        lo = min(n_users, n // 4)
+        return lo, max(lo + 1, n - n_users)
+    return n // 10, max(n // 10 + 1, n - n // 10)
+
+
+def _result(arrivals: Arrivals, P: np.ndarray, OUT: np.ndarray, send: np.ndarray, arrive: np.ndarray,
+            T1: np.ndarray, T2: np.ndarray, gap_v: list[np.ndarray], gap_w: list[np.ndarray], log_t: list[float],
+            log_tok: list[int], preemptions: int, steps: int, busy_running: float, t: float, max_running: int,
+            total_blocks: int, stable: bool, slo: RequestSlo | None, n_users: int) -> SimResult:
+    n = P.size
+    lo, hi = _window(arrivals, n, n_users)
+    idx = np.arange(lo, hi)
+    idx = idx[np.isfinite(T2[idx])]
+    if idx.size == 0:
+        inf = {"mean": math.inf, **{f"p{q}": math.inf for q in QUANTILES}}
+        return SimResult(0, inf, inf, inf, inf, 0.0, 0.0, 0.0, 0.0, preemptions, steps, 0.0, max_running,
+                         total_blocks, False, ["no request finished"])
+    ttft = (T1[idx] - send[idx]) * 1e3
+    e2e = (T2[idx] - send[idx]) * 1e3
+    multi = idx[OUT[idx] > 1]
+    tpot = (T2[multi] - T1[multi]) / (OUT[multi] - 1) * 1e3
+    gv = np.concatenate(gap_v) * 1e3 if gap_v else np.zeros(0)
+    gw = np.concatenate(gap_w) if gap_w else np.zeros(0, dtype=np.int64)
+    itl = _wquantiles(gv, gw)
+    lt, ltok = np.array(log_t), np.array(log_tok)
+    if arrivals.kind == "burst":
+        t0, t1 = 0.0, t
+    else:
+        t0, t1 = float(send[idx[0]]), float(np.nanmax(T2[idx]))
+    span = max(t1 - t0, 1e-12)
+    out_tps = float(ltok[(lt > t0) & (lt <= t1)].sum()) / span
+    mean_out = float(OUT[idx].mean())
+    rps = out_tps / mean_out  # requests completed per second (a count over the window would miss the edges)
+    ok = np.ones(idx.size, dtype=bool)
+    if slo is not None:
+        if slo.ttft_ms is not None:
+            ok &= ttft <= slo.ttft_ms
+        if slo.e2e_ms is not None:
+            ok &= e2e <= slo.e2e_ms
+        if slo.tpot_ms is not None:
+            tp_all = np.where(OUT[idx] > 1, (T2[idx] - T1[idx]) / np.maximum(OUT[idx] - 1, 1) * 1e3, 0.0)
+            ok &= tp_all <= slo.tpot_ms
+    good = rps * float(ok.mean())
+    return SimResult(
+        requests=int(idx.size), ttft_ms=_stats(ttft), itl_ms=itl, tpot_ms=_stats(tpot), e2e_ms=_stats(e2e),
+        output_tokens_per_s=out_tps, requests_per_s=rps, goodput_requests_per_s=good,
+        goodput_output_tokens_per_s=out_tps * float(OUT[idx][ok].sum()) / float(OUT[idx].sum()),
+        preemptions=preemptions, steps=steps, mean_running=busy_running / max(t, 1e-12), max_running=max_running,
+        kv_blocks=total_blocks, stable=stable and (arrivals.kind != "poisson" or rps > 0))

@@ -1,0 +1,285 @@
+"""Roofline physics of one engine step on one model replica (tp × pp GPUs).
+
+Owns: bytes moved, FLOPs and all-reduce traffic of a step that decodes `d` sequences and
+prefills `p` prompt tokens, and the step time that follows from the GPU's datasheet peaks times
+physically bounded, fitted efficiencies (sizing/perf/calibration.py). No serving-level logic
+(queues, SLOs) lives here.
+
+Per operation: weight GEMMs read the dense weights plus the experts a batch routes to (MoE) at
+the achievable memory bandwidth and compute at MFU × a per-kernel-family factor (FP8 W8A8,
+Marlin W4A16, FP weight-only); attention reads the KV the batch actually attends over
+(sliding-window layers at most their window; MLA its latent) and multiplies QK/AV (MLA absorbed:
+2·(rank + rope) + 2·rank FLOPs per head per context token); every layer all-reduces twice over
+tp GPUs (ring: 2(tp-1) hops of per-hop latency, plus the bytes at link bandwidth); then CPU time
+(per step, per running sequence, and kernel launches when CUDA graphs are off) is added, or
+hidden under the GPU work with asynchronous scheduling. Decode batches are padded up to the next
+captured CUDA-graph size for compute.
+
+Simulator entry point (a stable name and signature; a step-level scheduler calls it per step):
+    engine_step_s(sm, decode_context_tokens, prefill_chunks) -> seconds
+where `decode_context_tokens` lists, per decoding sequence, the tokens already in its context, and
+`prefill_chunks` lists (new prompt tokens in this step, prompt tokens already cached before it).
+
+Units: seconds for times (callers convert to ms), bytes, FLOPs, bytes/s. Quantities named
+`_per_gpu` are for one GPU of one pipeline stage; the replica runs `pp` stages one after the
+other, each on micro-batches of batch / pp.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sizing.catalog.lookup import Catalog, Gpu, ModelArch, PrecisionFormat
+from sizing.perf.calibration import HBM_MIN_BANDWIDTH_GBS, Calibration, PerfModelError, pcie_bandwidth_gbs
+from sizing.perf.memory import (
+    embedding_params,
+    expert_weight_bytes_per_replica,
+    kv_cache_bytes_per_token,
+    kv_dtype_bytes,
+    kv_replication_factor,
+    weight_bytes_per_replica,
+)
+
+GB = 1e9
+_PEAK_FIELD = {"fp8": "fp8_dense_tflops", "int8": "int8_dense_tops", "fp4": "fp4_dense_tflops",
+               "bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops"}
+# vLLM's default CUDA-graph capture sizes (vllm/config: [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16));
+# a decode batch runs the next captured size up.
+GRAPH_SIZES = [1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)]
+
+
+def graph_padded(batch: float) -> float:
+    """The captured CUDA-graph batch size a decode batch of `batch` runs at (unchanged above 512)."""
+    if batch <= 0 or batch > GRAPH_SIZES[-1]:
+        return batch
+    return float(GRAPH_SIZES[bisect.bisect_left(GRAPH_SIZES, math.ceil(batch - 1e-9))])
+
+
+def compute_peak_tflops(cal: Calibration, gpu: Gpu, fmt: PrecisionFormat) -> tuple[float, bool]:
+    """Dense tensor peak (TFLOPS per GPU) this precision runs at, and whether it is weight-only.
+
+    A format computes natively only on its listed architectures (FP8 on Ada/Hopper/Blackwell);
+    elsewhere, and for int4 AWQ/GPTQ everywhere, weights are dequantized and the math runs at
+    16 bits. A GPU without a datasheet figure (the A10G) uses the effective figure fitted from
+    measurements in perf_calibration.json; with neither, this raises rather than guess."""
+    native = gpu.generation in fmt.native_activation_archs
+    dtype = fmt.activation_dtype_native if native else "fp16"
+    weight_only = not native and fmt.weight_bits < 16
+    peak = getattr(gpu, _PEAK_FIELD.get(dtype, "fp16_dense_tflops"))
+    if peak is None and dtype in ("bf16", "fp16"):
+        peak = gpu.fp16_dense_tflops or gpu.bf16_dense_tflops
+    if peak is None:
+        peak = cal.fitted_compute_tflops.get(gpu.name)
+    if peak is None:
+        raise PerfModelError(f"GPU {gpu.name} has no {dtype} tensor-compute figure in gpus.csv and none fitted "
+                             "from measurements; the performance model will not guess one")
+    return float(peak), weight_only
+
+
+def kernel_efficiency(cal: Calibration, fmt: PrecisionFormat, weight_only: bool) -> float:
+    """Multiplier on gemm_mfu for this precision's GEMM kernel family."""
+    if weight_only:
+        return cal.v("marlin_w4a16_efficiency") if fmt.name.startswith("int4") else cal.v("fp_weight_only_efficiency")
+    if fmt.weight_bits < 16 and fmt.activation_dtype_native in ("fp8", "int8", "fp4"):
+        return cal.v("fp8_w8a8_efficiency")
+    return 1.0
+
+
+def link_bandwidth_gbs(gpu: Gpu, interconnect: str) -> float:
+    """Per-direction GB/s of one GPU's link: NVLink's datasheet figure is bidirectional, so halved."""
+    if interconnect == "nvlink":
+        if not gpu.nvlink_bandwidth_gbs:
+            raise PerfModelError(f"GPU {gpu.name} has no NVLink bandwidth in gpus.csv")
+        return gpu.nvlink_bandwidth_gbs / 2.0
+    pcie = pcie_bandwidth_gbs().get(gpu.name)
+    if pcie is None:
+        raise PerfModelError(f"no PCIe bandwidth for GPU {gpu.name} in interconnects.csv")
+    return pcie
+
+
+def overlap(mem_s: float, comp_s: float, sharpness: float) -> float:
+    """Soft roofline: (mem^a + comp^a)^(1/a). a → inf is max() (perfect overlap), a = 1 the sum;
+    real kernels sit between, so `a` is fitted. Never below max(mem, comp)."""
+    hi, lo = (mem_s, comp_s) if mem_s >= comp_s else (comp_s, mem_s)
+    if hi <= 0.0:
+        return 0.0
+    return hi * (1.0 + (lo / hi) ** sharpness) ** (1.0 / sharpness)
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Per-replica constants of the step-time model (see module docstring for units)."""
+
+    tp: int
+    pp: int
+    num_layers: int
+    dense_bytes_per_gpu: float  # weights read once per step, excluding experts and the input embedding
+    expert_bytes_per_gpu: float  # one expert's weights over all MoE layers, this GPU's shard
+    num_experts: int  # 0 for dense models
+    experts_per_token: int
+    kv_bytes_per_token_per_gpu: float  # all layers, within any sliding window
+    kv_full_fraction: float  # share of the per-token KV in full-attention layers (1 without sliding windows)
+    sliding_window: float  # tokens (inf without)
+    kv_dtype_bytes: float
+    dense_flops_per_token_per_gpu: float  # 2 × non-expert active params / (tp·pp)
+    expert_flops_per_token_per_gpu: float  # 2 × active expert params / (tp·pp)
+    attn_flops_per_ctx_token_per_gpu: float  # QK and AV per new token per context token
+    allreduces_per_stage: int
+    allreduce_bytes_per_token: float
+    bw_bytes_per_s: float  # achievable
+    dense_flops_per_s: float  # achievable, dense GEMMs and attention
+    expert_flops_per_s: float  # achievable, grouped expert GEMMs
+    link_bytes_per_s: float  # achievable, per direction
+    hop_latency_s: float
+    overhead_s: float  # CPU time per step
+    overhead_per_seq_s: float  # scheduler/sampling cost per running sequence per step
+    launch_s: float  # kernel-launch time per step without CUDA graphs (0 with them)
+    async_scheduling: bool  # CPU work overlaps the GPU's
+    cuda_graphs: bool
+    roofline_sharpness: float
+    weight_gib_per_gpu: float
+    peak_bandwidth_gbs: float
+
+    @property
+    def flops_per_token_per_gpu(self) -> float:
+        return self.dense_flops_per_token_per_gpu + self.expert_flops_per_token_per_gpu
+
+    def kv_read_bytes(self, ctx_tokens: float) -> float:
+        """KV bytes per GPU one sequence with `ctx_tokens` of context reads in one decode step."""
+        full = self.kv_full_fraction * ctx_tokens
+        return self.kv_bytes_per_token_per_gpu * (full + (1 - self.kv_full_fraction) * min(ctx_tokens,
+                                                                                           self.sliding_window))
+
+    def weight_bytes_touched(self, tokens: float) -> float:
+        """Weight bytes per GPU a step of `tokens` tokens reads: MoE reads only the experts its tokens
+        route to, in expectation E·(1-(1-k/E)^tokens) distinct experts per layer."""
+        if not self.num_experts:
+            return self.dense_bytes_per_gpu
+        e, k = self.num_experts, self.experts_per_token
+        touched = e * (1.0 - (1.0 - k / e) ** max(tokens, 1.0))
+        return self.dense_bytes_per_gpu + touched * self.expert_bytes_per_gpu
+
+    def parts(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
+              prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None,
+              n_steps: float = 1.0) -> tuple[float, float, float]:
+        """(memory s, compute s, communication s) of one stage's work on one micro-batch, spread over
+        `n_steps` engine steps (weights are read, and all-reduces launched, once per step).
+        `ctx_tokens`: mean context of a decoding sequence; `prefill_ctx_tokens`: mean context a
+        prefill token attends over; `kv_read_bytes`: KV bytes per GPU the decodes read (None: from
+        ctx_tokens)."""
+        d, p = decode_seqs / self.pp, prefill_tokens / self.pp
+        tokens = d + p
+        kv = kv_read_bytes / self.pp if kv_read_bytes is not None else d * self.kv_read_bytes(ctx_tokens)
+        weights = n_steps * self.weight_bytes_touched(tokens / n_steps)
+        mem = (weights + kv + p * self.kv_bytes_per_token_per_gpu) / self.bw_bytes_per_s
+        # a pure-decode step runs at its CUDA-graph size
+        gemm_tokens = graph_padded(d) + p if (self.cuda_graphs and p == 0 and n_steps == 1.0) else tokens
+        f = self.kv_full_fraction
+        attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window)) + p * prefill_ctx_tokens
+        comp = (self.dense_flops_per_token_per_gpu * gemm_tokens + self.attn_flops_per_ctx_token_per_gpu * attn_ctx) \
+            / self.dense_flops_per_s + self.expert_flops_per_token_per_gpu * gemm_tokens / self.expert_flops_per_s
+        comm = 0.0
+        if self.tp > 1:
+            ring = 2.0 * (self.tp - 1) / self.tp * tokens * self.allreduce_bytes_per_token / self.link_bytes_per_s
+            # a ring all-reduce takes 2(tp-1) latency-bound hops plus its bytes over the link
+            hops = 2.0 * (self.tp - 1)
+            comm = self.allreduces_per_stage * (n_steps * hops * self.hop_latency_s + ring)
+        return mem, comp, comm
+
+    def gpu_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
+              prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None, n_steps: float = 1.0) -> float:
+        """GPU time of `n_steps` steps, whole replica (all pp stages), seconds: the roofline bound."""
+        mem, comp, comm = self.parts(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
+                                     n_steps)
+        return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm + n_steps * self.launch_s)
+
+    def step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
+               prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None, n_steps: float = 1.0) -> float:
+        """Wall time of `n_steps` engine steps for the whole replica (all pp stages), seconds."""
+        gpu = self.gpu_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
+        cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
+        return max(gpu, cpu) if self.async_scheduling else gpu + cpu
+
+
+def engine_step_s(sm: StepModel, decode_context_tokens: Sequence[float],
+                  prefill_chunks: Sequence[tuple[float, float]] = ()) -> float:
+    """Wall time in seconds of ONE engine step of the whole replica (the simulator's entry point).
+
+    decode_context_tokens: for each sequence decoding one token in this step, the tokens already in
+        its context (prompt + generated so far).
+    prefill_chunks: for each prompt chunk scheduled in this step, (new tokens prefilled now, tokens of
+        the same prompt already in the KV cache: earlier chunks or prefix-cache hits).
+    Same physics as StepModel.step_s (which the analytic model uses with means)."""
+    d = float(len(decode_context_tokens))
+    kv = sum(sm.kv_read_bytes(c) for c in decode_context_tokens)
+    ctx_mean = sum(decode_context_tokens) / d if d else 0.0
+    p = float(sum(n for n, _ in prefill_chunks))
+    # a chunk of n tokens after c cached attends over c + n/2 tokens on average, and reads the c cached
+    pctx = sum(n * (c + n / 2.0) for n, c in prefill_chunks) / p if p else 0.0
+    kv += sum(sm.kv_read_bytes(c) for n, c in prefill_chunks if n > 0)
+    return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
+
+
+def _attn_flops_per_ctx_token(model: ModelArch) -> float:
+    """FLOPs per new token per context token over all layers (2 per multiply-add, QK and AV)."""
+    if model.is_mla:  # absorbed MLA: scores over rank + rope dims, values in the latent rank
+        r, rope = model.mla_kv_lora_rank or 0, model.mla_qk_rope_head_dim or 0
+        return 2.0 * model.num_layers * model.num_attention_heads * ((r + rope) + r)
+    head_dim = model.head_dim or model.hidden_size // model.num_attention_heads
+    return 4.0 * model.num_layers * model.num_attention_heads * head_dim
+
+
+def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_name: str, precision: str,
+                     tp: int, pp: int, kv_cache_dtype: str, engine: str, interconnect: str,
+                     cuda_graphs: bool = True, async_scheduling: bool = False) -> StepModel:
+    """Precompute a replica's step-model constants from the catalog and the calibration."""
+    gpu = catalog.gpu(gpu_name)
+    fmt = catalog.precision(precision)
+    n = tp * pp
+    w_total = weight_bytes_per_replica(model, fmt)
+    emb_in = model.vocab_size * model.hidden_size * 2.0 if not model.tie_word_embeddings else 0.0
+    w_read = max(w_total - emb_in, 0.0)
+    n_exp = model.moe_num_experts or 0
+    k = model.moe_experts_per_token or 0
+    expert_bytes = expert_params = 0.0
+    if n_exp and n_exp > k:
+        expert_params = (model.params_total_b - model.params_active_b) * 1e9 / (n_exp - k)
+        expert_bytes = expert_params * fmt.bytes_per_param
+        if model.native_expert_format:  # gpt-oss: the experts stay MXFP4 whatever the precision
+            expert_bytes = expert_weight_bytes_per_replica(model, fmt) / n_exp
+    dense_bytes = max(w_read - n_exp * expert_bytes, 0.0)
+    kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
+    rep = kv_replication_factor(model, tp)
+    kv_tok = kv_cache_bytes_per_token(model, kvb) * rep
+    n_window = len(model.sliding_window_layers) if model.sliding_window else 0
+    # the input embedding is a lookup, not a matmul; a tied lm_head still multiplies
+    active_nonemb = max(model.params_active_b * 1e9 - (0.0 if model.tie_word_embeddings else
+                                                        embedding_params(model) / 2), 0.0)
+    active_expert = min(k * expert_params, active_nonemb)
+    peak_tflops, weight_only = compute_peak_tflops(cal, gpu, fmt)
+    mfu = min(cal.v("gemm_mfu") * cal.engine_eff(engine) * kernel_efficiency(cal, fmt, weight_only), 1.0)
+    hbm = gpu.memory_bandwidth_gbs >= HBM_MIN_BANDWIDTH_GBS
+    link = link_bandwidth_gbs(gpu, interconnect) if tp > 1 else 1.0
+    return StepModel(
+        tp=tp, pp=pp, num_layers=model.num_layers, dense_bytes_per_gpu=dense_bytes / n,
+        expert_bytes_per_gpu=expert_bytes / n, num_experts=n_exp, experts_per_token=k,
+        kv_bytes_per_token_per_gpu=kv_tok / n, kv_full_fraction=1.0 - n_window / model.num_layers,
+        sliding_window=float(model.sliding_window) if model.sliding_window else math.inf, kv_dtype_bytes=kvb,
+        dense_flops_per_token_per_gpu=2.0 * (active_nonemb - active_expert) / n,
+        expert_flops_per_token_per_gpu=2.0 * active_expert / n,
+        attn_flops_per_ctx_token_per_gpu=_attn_flops_per_ctx_token(model) / n,
+        allreduces_per_stage=int(math.ceil(2 * model.num_layers / pp)),
+        allreduce_bytes_per_token=model.hidden_size * 2.0,
+        bw_bytes_per_s=gpu.memory_bandwidth_gbs * GB * cal.bw_eff(hbm),
+        dense_flops_per_s=peak_tflops * 1e12 * mfu,
+        expert_flops_per_s=peak_tflops * 1e12 * mfu * cal.v("moe_expert_efficiency"),
+        link_bytes_per_s=link * GB * cal.link_efficiency(interconnect),
+        hop_latency_s=cal.hop_latency_s(interconnect),
+        overhead_s=cal.overhead_s(engine), overhead_per_seq_s=cal.overhead_per_seq_s(engine),
+        launch_s=0.0 if cuda_graphs else cal.v("eager_launch_us_per_layer") * model.num_layers / pp / 1e6,
+        async_scheduling=async_scheduling, cuda_graphs=cuda_graphs,
+        roofline_sharpness=cal.v("roofline_sharpness"), weight_gib_per_gpu=w_total / n / 2**30,
+        peak_bandwidth_gbs=gpu.memory_bandwidth_gbs)

@@ -1,0 +1,145 @@
+"""What a GPU node has left for llmcap's serving pods: a model of the kubelet's allocatable on EKS
+Amazon Linux 2023 managed node groups (nodeadm), less the DaemonSets every GPU node runs.
+
+Every term is a data row with its source (sizing/data/node_allocatable.csv, node_daemonsets.csv):
+
+- capacity memory = instance memory × (1 − VM overhead 7.5%): the kernel and firmware hide part of
+  the RAM from the kubelet (Karpenter's VM_MEMORY_OVERHEAD_PERCENT default)
+- maxPods = 110 below 30 vCPUs, else 250 (the managed-node-group cap EKS writes into the user data)
+- kube-reserved memory = 11 MiB × maxPods + 255 MiB; kube-reserved CPU = 6% of the first core, 1% of
+  the second, 0.5% of cores 3-4, 0.25% above (nodeadm getMemoryMebibytesToReserve / getCPUMillicoresToReserve)
+- hard eviction threshold memory.available 100Mi
+- DaemonSet requests on GPU nodes, plus an allowance for add-on containers that request no memory
+
+The planner (sizing/planning/builder.py) splits `for_pods_*` between a node's replicas; infra/ only checks
+(infra/fit_rules.py). Units: millicores (CPU), MiB (memory), per node unless named per replica.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import lru_cache
+
+from sizing.catalog.lookup import BUNDLED_DIR, Instance
+
+ALLOCATABLE_FILE = "node_allocatable.csv"
+DAEMONSETS_FILE = "node_daemonsets.csv"
+
+
+@lru_cache(maxsize=1)
+def allocatable_terms() -> dict[str, float]:
+    with (BUNDLED_DIR / ALLOCATABLE_FILE).open(newline="", encoding="utf-8") as f:
+        return {r["item"]: float(r["value"]) for r in csv.DictReader(f)}
+
+
+@dataclass(frozen=True)
+class DaemonSetRequest:
+    name: str
+    namespace: str
+    cpu_millicores: int
+    memory_mib: int
+    set_by: str
+    source: str
+
+
+@lru_cache(maxsize=1)
+def gpu_node_daemonsets() -> tuple[DaemonSetRequest, ...]:
+    """The DaemonSets that run on every GPU node, with their requests."""
+    with (BUNDLED_DIR / DAEMONSETS_FILE).open(newline="", encoding="utf-8") as f:
+        return tuple(DaemonSetRequest(r["daemonset"], r["namespace"], int(r["cpu_millicores"]), int(r["memory_mib"]),
+                                      r["set_by"], r["source"])
+                     for r in csv.DictReader(f) if r["on_gpu_nodes"] == "yes")
+
+
+def daemonset_request(name: str) -> DaemonSetRequest:
+    for d in gpu_node_daemonsets():
+        if d.name == name:
+            return d
+    raise KeyError(name)
+
+
+def max_pods(vcpus: int) -> int:
+    """The maxPods an EKS managed node group gives a node of `vcpus` vCPUs."""
+    t = allocatable_terms()
+    below = vcpus < t["max_pods_vcpu_threshold"]
+    return int(t["max_pods_below_vcpu_threshold"] if below else t["max_pods_at_or_above_vcpu_threshold"])
+
+
+def kube_reserved_cpu_millicores(vcpus: int) -> int:
+    """nodeadm's kube-reserved CPU for a node of `vcpus` vCPUs (integer arithmetic, as nodeadm does)."""
+    t = allocatable_terms()
+    total = vcpus * 1000
+    ranges = [0, 1000, 2000, 4000, total]
+    shares = [int(t["kube_reserved_cpu_first_core"]), int(t["kube_reserved_cpu_second_core"]),
+              int(t["kube_reserved_cpu_cores_3_4"]), int(t["kube_reserved_cpu_above_4"])]
+    out = 0
+    for i, share in enumerate(shares):
+        start, end = ranges[i], ranges[i + 1]
+        if total <= start:
+            continue
+        out += (min(total, end) - start) * share // 10000
+    return out
+
+
+def kube_reserved_memory_mib(pods: int) -> int:
+    t = allocatable_terms()
+    return int(t["kube_reserved_memory_mib_per_pod"]) * pods + int(t["kube_reserved_memory_mib_base"])
+
+
+@dataclass(frozen=True)
+class NodeAllocatable:
+    """One GPU node of `instance_type`: capacity, what the kubelet keeps, and what is left for pods."""
+
+    instance_type: str
+    vcpus: int
+    instance_memory_mib: int
+    max_pods: int
+    capacity_cpu_millicores: int
+    capacity_memory_mib: int  # after the VM overhead
+    kube_reserved_cpu_millicores: int
+    kube_reserved_memory_mib: int
+    eviction_memory_mib: int
+    allocatable_cpu_millicores: int  # what the kubelet reports as allocatable
+    allocatable_memory_mib: int
+    daemonset_cpu_millicores: int
+    daemonset_memory_mib: int  # requests plus the allowance for containers without a memory request
+    for_pods_cpu_millicores: int  # allocatable less DaemonSets: what llmcap's serving pods may request
+    for_pods_memory_mib: int
+
+
+def node_allocatable(instance: Instance) -> NodeAllocatable:
+    t = allocatable_terms()
+    pods = max_pods(instance.vcpus)
+    mem = int(instance.memory_gib * 1024)
+    cap_mem = int(mem * (1.0 - t["vm_memory_overhead_fraction"]))
+    cap_cpu = instance.vcpus * 1000
+    kr_cpu = kube_reserved_cpu_millicores(instance.vcpus)
+    kr_mem = kube_reserved_memory_mib(pods)
+    evict = int(t["eviction_hard_memory_mib"])
+    alloc_cpu = cap_cpu - kr_cpu
+    alloc_mem = cap_mem - kr_mem - evict
+    ds = gpu_node_daemonsets()
+    ds_cpu = sum(d.cpu_millicores for d in ds)
+    ds_mem = sum(d.memory_mib for d in ds) + int(t["unrequested_daemonset_memory_mib"])
+    return NodeAllocatable(
+        instance_type=instance.instance_type, vcpus=instance.vcpus, instance_memory_mib=mem, max_pods=pods,
+        capacity_cpu_millicores=cap_cpu, capacity_memory_mib=cap_mem, kube_reserved_cpu_millicores=kr_cpu,
+        kube_reserved_memory_mib=kr_mem, eviction_memory_mib=evict, allocatable_cpu_millicores=alloc_cpu,
+        allocatable_memory_mib=alloc_mem, daemonset_cpu_millicores=ds_cpu, daemonset_memory_mib=ds_mem,
+        for_pods_cpu_millicores=max(alloc_cpu - ds_cpu, 0), for_pods_memory_mib=max(alloc_mem - ds_mem, 0))
+
+
+CPU_STEP_MILLICORES = 100
+MEMORY_STEP_MIB = 256
+
+
+def per_replica_requests(instance: Instance, replicas_per_node: int) -> tuple[int, int]:
+    """(CPU millicores, memory MiB) one serving pod requests: the node's `for_pods` split between its
+    replicas, rounded down to 100m / 256Mi so every pod fits. 0 when nothing is left (the plan is then
+    refused by the deployability check, never silently floored)."""
+    node = node_allocatable(instance)
+    n = max(replicas_per_node, 1)
+    cpu = node.for_pods_cpu_millicores // n // CPU_STEP_MILLICORES * CPU_STEP_MILLICORES
+    mem = node.for_pods_memory_mib // n // MEMORY_STEP_MIB * MEMORY_STEP_MIB
+    return cpu, mem

@@ -1,0 +1,189 @@
+"""The planner's batching flags: per finalist candidate, the vLLM `max_num_batched_tokens` (the
+chunked-prefill token budget) and `max_num_seqs` that maximize goodput at the SLO, checked by the
+step-level simulation (sizing.perf.sim), and what binds there.
+
+Method: the analytic model (sizing.perf.load, microseconds per estimate) sizes every candidate with
+the engine's default flags and prunes; the FINALISTS cheapest feasible ones get a grid search
+over BUDGETS × max_num_seqs (analytic goodput at each point), then the best point's goodput load
+is simulated step by step: if the simulation misses a target there, the load backs off
+(BACKOFF per try, at most SIM_TRIES simulations) to the largest simulated load that meets every
+target. The finalists are re-sized on that goodput and re-ranked by cost.
+
+Why a budget matters: vLLM V1 schedules running decodes first and fills the rest of
+max_num_batched_tokens with prompt chunks (vllm/v1/core/sched/scheduler.py, see
+sizing/perf/sim.py), so a large budget lets one step carry a whole long prompt, which stretches
+every running request's inter-token gap in that step (the ITL tail); a small budget spreads
+prefill over more steps, which delays first tokens (TTFT) and costs a weight read per step.
+Units: ms for latencies, output tokens/s and requests/s per replica.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from sizing.catalog.lookup import Catalog, ModelArch
+from sizing.perf.binding import LABELS
+from sizing.perf.calibration import load_calibration
+from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, _engine_limits, estimate_closed_loop, goodput
+from sizing.planning.candidates import Evaluated, resize
+from sizing.planning.demand import Demand
+from sizing.spec import WorkloadSpec
+
+# chunked-prefill budgets searched (tokens per step); vLLM's default for online serving is 8192
+# (sizing/data/engines.csv). Each must be ≥ max_num_seqs for decodes to fit: smaller ones are skipped.
+BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
+COARSE = (512, 2048, 8192)  # evaluated first; the best one's neighbours in BUDGETS next
+SEQS_FRACTIONS = (1.0, 0.5, 0.25)  # max_num_seqs as a share of the engine default
+FINALISTS = 2  # cheapest feasible candidates that are tuned and simulated
+SIM_TRIES = 3  # simulations per finalist at most
+BACKOFF = 0.75  # load factor per failed simulation
+SIM_SEED = 0
+MIN_GAIN = 0.01  # a grid point replaces the default flags only when its goodput is this much higher
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The flags chosen for one candidate and how they were decided."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    default_budget: int
+    analytic_output_tokens_per_s: float  # goodput per replica, analytic, at the chosen flags
+    simulated: bool  # the goodput load was checked by the step-level simulation
+    binds: str  # one line: which constraint binds, from the simulation where it ran
+    bound_code: str  # itl-tail | ttft-queueing | kv-capacity | engine-limit | "" (analytic binding applies)
+    predicted: dict[str, float]  # "ttft_p50_ms" ... from the simulation at the goodput load (ms)
+
+
+def _cfg(model: ModelArch, ev: Evaluated, w: WorkloadSpec, budget: int | None = None,
+         seqs: int | None = None) -> ReplicaConfig:
+    return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
+                         pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.engine,
+                         interconnect=ev.cand.instance.gpu_interconnect, max_num_seqs=seqs,
+                         max_num_batched_tokens=budget)
+
+
+def tuned_config(model: ModelArch, ev: Evaluated, w: WorkloadSpec) -> ReplicaConfig:
+    """The replica config with the candidate's tuned flags (engine defaults when not tuned)."""
+    t = ev.tuning
+    return _cfg(model, ev, w, t.max_num_batched_tokens if t else None, t.max_num_seqs if t else None)
+
+
+def _grid(cat: Catalog, model: ModelArch, ev: Evaluated, w: WorkloadSpec, mode: str) -> tuple[int, int, Goodput]:
+    """(budget, max_num_seqs, analytic goodput) of the best point; the default wins unless beaten by
+    MIN_GAIN. Coarse to fine: every other budget first (COARSE), then the neighbours of the best;
+    max_num_seqs below the default only in open loop (a closed loop's concurrency is the load itself,
+    so a lower cap can only cut its goodput)."""
+    seqs0, budget0, _ = _engine_limits(cat, _cfg(model, ev, w))
+    shape = WorkloadShape.from_spec(w)
+    targets = w.slo.targets()
+    seen: dict[tuple[int, int], Goodput] = {(budget0, seqs0): ev.gp}
+
+    def at(budget: int, seqs: int) -> Goodput:
+        if (budget, seqs) not in seen:
+            seen[(budget, seqs)] = goodput(cat, _cfg(model, ev, w, budget, seqs), shape, w.slo.ttft_p95_ms,
+                                           w.slo.itl_p95_ms, mode=mode, targets=targets)
+        return seen[(budget, seqs)]
+
+    def score(key: tuple[int, int]) -> float:
+        g = seen[key]
+        bonus = 1.0 + MIN_GAIN if key == (budget0, seqs0) else 1.0
+        return g.output_tokens_per_s * bonus if g.feasible else -1.0
+
+    for frac in (SEQS_FRACTIONS if mode == "open" else (1.0,)):
+        seqs = max(1, int(seqs0 * frac))
+        for budget in COARSE:
+            if budget >= seqs:
+                at(budget, seqs)
+    best = max(seen, key=score)
+    i = BUDGETS.index(best[0]) if best[0] in BUDGETS else -1
+    for j in (i - 1, i + 1) if i >= 0 else ():
+        if 0 <= j < len(BUDGETS) and BUDGETS[j] >= best[1]:
+            at(BUDGETS[j], best[1])
+    best = max(seen, key=score)
+    return best[0], best[1], seen[best]
+
+
+def _meets(r: object, targets: tuple[tuple[str, str, float], ...]) -> bool:
+    return bool(getattr(r, "stable", False)) and all(r.percentile(m, q) <= v for m, q, v in targets)  # type: ignore[attr-defined]
+
+
+def _missed(r: object, targets: tuple[tuple[str, str, float], ...]) -> tuple[str, str, float, float]:
+    m, q, v = max(targets, key=lambda t: r.percentile(t[0], t[1]) / t[2])  # type: ignore[attr-defined]
+    return m, q, v, float(r.percentile(m, q))  # type: ignore[attr-defined]
+
+
+def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: str, gp: Goodput,
+                      budget_note: str) -> tuple[Goodput, str, str, dict[str, float]]:
+    """Check the analytic goodput load with the simulation, backing off until every target holds.
+    Returns (goodput, binds line, bound code, predicted percentiles at that load)."""
+    from sizing.perf.sim import Arrivals, Lengths, simulate
+
+    targets = w.slo.targets()
+    prompt = Lengths(w.prompt_tokens.mean, w.prompt_tokens.p95)
+    output = Lengths(w.output_tokens.mean, w.output_tokens.p95)
+    load = gp.concurrency if mode == "closed" else gp.requests_per_s
+    failed: tuple[float, tuple[str, str, float, float]] | None = None
+    for _ in range(SIM_TRIES):
+        arr = Arrivals.closed(max(1, int(load))) if mode == "closed" else Arrivals.poisson(load)
+        r = simulate(cat, cfg, prompt, output, arr, w.prefix_cache_hit_rate, seed=SIM_SEED)
+        if _meets(r, targets):
+            pred = {f"{m}_{q}_ms": round(r.percentile(m, q), 3) for m in ("ttft", "itl", "tpot", "e2e")
+                    for q in ("p50", "p95", "p99")}
+            at = estimate_closed_loop(cat, cfg, WorkloadShape.from_spec(w), max(1, int(load))) \
+                if mode == "closed" else gp.at
+            tokens, rps = r.output_tokens_per_s, r.requests_per_s
+            conc = float(int(load)) if mode == "closed" else r.mean_running
+            what = f"{int(load)} concurrent requests" if mode == "closed" else f"{load:.2f} req/s"
+            if failed is None:
+                return (replace(gp, output_tokens_per_s=tokens, requests_per_s=rps, concurrency=conc, at=at),
+                        f"simulated at {what}: {w.slo.describe()} met ({budget_note})", "", pred)
+            fl, (m, q, v, got) = failed
+            more = f"{int(fl)} concurrent requests" if mode == "closed" else f"{fl:.2f} req/s"
+            code = "ttft-queueing" if m in ("ttft", "e2e") else "itl-tail"
+            why = "prefill chunks in the decode steps" if code == "itl-tail" else "queueing for prefill"
+            return (replace(gp, output_tokens_per_s=tokens, requests_per_s=rps, concurrency=conc, at=at),
+                    f"{LABELS[code]} ({why}): simulated {m.upper()} {q} {got:.1f} ms at {more} > {v:g} ms target, "
+                    f"met at {what} ({budget_note})", code, pred)
+        failed = (load, _missed(r, targets))
+        if mode == "closed" and load <= 1:
+            break
+        load = max(1.0, math.floor(load * BACKOFF)) if mode == "closed" else load * BACKOFF
+    # the simulation misses at every load tried: keep the smallest load tried as the goodput, said so
+    fl, (m, q, v, got) = failed if failed else (load, ("itl", "p95", 0.0, 0.0))
+    scale = min(1.0, load / (gp.concurrency if mode == "closed" else max(gp.requests_per_s, 1e-12)))
+    code = "itl-tail" if m in ("itl", "tpot") else "ttft-queueing"
+    return (replace(gp, output_tokens_per_s=gp.output_tokens_per_s * scale, requests_per_s=gp.requests_per_s * scale,
+                    concurrency=max(1.0, gp.concurrency * scale)),
+            f"{LABELS[code]}: simulated {m.upper()} {q} {got:.1f} ms > {v:g} ms target even at the smallest load "
+            f"tried; sized at it ({budget_note})", code, {})
+
+
+def tune_finalists(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, feasible: list[Evaluated],
+                   redundancy: int, cost_key: object) -> list[Evaluated]:
+    """`feasible` with its FINALISTS cheapest (by `cost_key`) replaced by their tuned, simulated versions."""
+    ranked = sorted(range(len(feasible)), key=lambda i: cost_key(feasible[i]))  # type: ignore[operator]
+    out = list(feasible)
+    for i in ranked[:FINALISTS]:
+        out[i] = tune(cat, model, w, demand, feasible[i], redundancy)
+    return out
+
+
+def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Evaluated,
+         redundancy: int) -> Evaluated:
+    """One finalist with its batching flags chosen and its goodput simulated, re-sized for the demand."""
+    budget, seqs, g = _grid(cat, model, ev, w, demand.mode)
+    _, budget0, _ = _engine_limits(cat, _cfg(model, ev, w))
+    cfg = _cfg(model, ev, w, budget, seqs)
+    note = (f"max_num_batched_tokens {budget:,} and max_num_seqs {seqs:,} chosen from budgets "
+            f"{BUDGETS[0]:,}–{BUDGETS[-1]:,}; the default {budget0:,} gives {ev.gp.output_tokens_per_s:,.0f} tok/s "
+            f"analytic, {g.output_tokens_per_s:,.0f} at the choice")
+    sim_gp, binds, code, pred = simulated_goodput(cat, cfg, w, demand.mode, g, note)
+    lo, hi = load_calibration().goodput_range
+    sim_gp = replace(sim_gp, output_tokens_per_s_p10=sim_gp.output_tokens_per_s * lo,
+                     output_tokens_per_s_p90=sim_gp.output_tokens_per_s * hi)
+    t = Tuning(max_num_batched_tokens=budget, max_num_seqs=seqs, default_budget=budget0,
+               analytic_output_tokens_per_s=g.output_tokens_per_s, simulated=True, binds=binds, bound_code=code,
+               predicted=pred)
+    return resize(replace(ev, gp=sim_gp, tuning=t), demand, redundancy, ev.goodput_scale)

@@ -1,0 +1,491 @@
+"""Assemble the Plan from the planner's search: pools, totals, cost lines, the hosted-API
+comparison, alternatives, warnings and assumptions; and the infeasible-workload error."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from sizing.catalog.lookup import Catalog, ModelArch
+from sizing.catalog.platform import number, setting
+from sizing.cost.money import (
+    HOURS_PER_MONTH,
+    api_comparison,
+    platform_lines,
+    usd_per_million_tokens,
+    usd_per_month,
+)
+from sizing.errors import NoFeasiblePlanError
+from sizing.perf.binding import binding
+from sizing.perf.calibration import load_calibration
+from sizing.perf.checkpoint import checkpoint_facts, checkpoint_size
+from sizing.perf.cold_start import cold_start
+from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
+from sizing.perf.memory import GIB
+from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
+from sizing.planning.allocatable import per_replica_requests
+from sizing.planning.batching import BUDGETS
+from sizing.planning.candidates import Evaluated, instances_for
+from sizing.planning.demand import Demand, demand_of
+from sizing.planning.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
+from sizing.planning.node_storage import cache_fits_nvme, model_cache_gib, root_volume_gib
+from sizing.planning.purchase import cheapest_for_mixed_purchase, split, spot_notes
+from sizing.planning.system_nodes import nat_gateway_count, size_system_nodes
+from sizing.stack import Stack
+
+REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint", "unsupported-precision",
+                "no-price", "bad-parallelism", "not-offered", "fractional-gpu", "no-gpu-specs")
+
+
+def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
+    """The replica config, with the batching flags the planner tuned (sizing.planning.batching) if any."""
+    w = stack.workload
+    t = ev.tuning
+    return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
+                         pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.engine,
+                         interconnect=ev.cand.instance.gpu_interconnect,
+                         max_num_seqs=t.max_num_seqs if t else None,
+                         max_num_batched_tokens=t.max_num_batched_tokens if t else None)
+
+
+def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,
+          replicas: int, redundancy_replicas: int, price: float, suffix: str = "") -> Pool:
+    ev, w, hw = part.ev, stack.workload, stack.hardware
+    c = ev.cand
+    inst = c.instance
+    instances = instances_for(c, replicas)
+    inst_max = math.ceil(instances * (1 + hw.autoscaling_headroom))
+    if c.pp > 1:
+        inst_max = math.ceil(inst_max / c.pp) * c.pp
+    replicas_max = inst_max // c.pp if c.pp > 1 else inst_max * c.replicas_per_instance
+    # planned load per replica: this pool's share of the demand over all its replicas
+    share_total = max(part.demand_share, 1e-9)
+    cfg = _cfg(model, ev, stack)
+    shape = WorkloadShape.from_spec(w)
+    if demand.mode == "closed" and demand.concurrent_users:
+        conc = demand.concurrent_users * share_total / replicas
+        at = estimate_closed_loop(cat, cfg, shape, max(int(math.ceil(conc)), 1))
+    else:
+        rate = (demand.requests_per_s or 0.0) * share_total / replicas
+        at = estimate_open_loop(cat, cfg, shape, rate)
+    eng = cat.engine(w.engine)
+    fmt = cat.precision(c.precision)
+    bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
+    served = w.checkpoints.get(c.precision, model.hf_id)
+    size = checkpoint_size(cat, served, model, checkpoint_format(cat, stack, c.precision))
+    ckpt_gib = size.gib
+    cache_gib = model_cache_gib(ckpt_gib)  # the whole checkpoint on every node (aws s3 sync copies the prefix)
+    instance_store = stack.deployment.model_cache_on_instance_store
+    # GPU memory is filled from the stage's share of the weights (Run:ai streamer from S3, or NVMe)
+    load_s = ckpt_gib / c.pp * GIB / 1e9 / number("weights_load_gbs_s3")
+    # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
+    # between the replicas on it (sizing/planning/allocatable.py)
+    requests = per_replica_requests(inst, c.replicas_per_instance if c.pp == 1 else 1)
+    tuned = ev.tuning
+    bound_code = (tuned.bound_code if tuned and tuned.bound_code else bind.code)
+    regime = bind.text.rsplit("; ", 1)[-1]
+    # where the simulation found the target that binds, it says so (with the step's regime); else the
+    # analytic binding follows the tuning note
+    binds = (f"{tuned.binds}; {regime}" if tuned.bound_code and regime.startswith("decode steps") else
+             f"{bind.text}; {tuned.binds}") if tuned and tuned.binds else bind.text
+    g_lo, g_hi = load_calibration().goodput_range  # p10/p90 of held-out measured / predicted
+    # the tuned batch (or the engine default) within the KV capacity, and never below the planned
+    # concurrency (issue 18 item 7: the rendered flag admits the planned load)
+    max_num_seqs = max(1, math.ceil(at.concurrency - 1e-9),
+                       min(ev.fit.max_concurrent_sequences, tuned.max_num_seqs if tuned else eng.default_max_num_seqs))
+    pool = Pool(
+        name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
+        gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
+        nodes_per_replica=c.pp, replicas=replicas, replicas_for_demand=replicas - redundancy_replicas,
+        redundancy_replicas=redundancy_replicas, replicas_per_instance=c.replicas_per_instance,
+        instances_min=instances, instances_desired=instances, instances_max=inst_max, replicas_max=replicas_max,
+        precision=c.precision, purchase=purchase, usd_per_instance_hour=price, usd_per_hour=instances * price,
+        demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
+        checkpoint_gib=round(ckpt_gib, 3), checkpoint_revision=checkpoint_facts(cat, served).revision,
+        model_cache_gib_per_node=round(cache_gib, 3),
+        root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store),
+        cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
+        vllm=VllmSettings(
+            model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
+            tensor_parallel_size=c.tp,
+            pipeline_parallel_size=c.pp, max_model_len=served_max_model_len(model, w, ev.fit),
+            max_num_seqs=max_num_seqs,
+            # vLLM refuses a token budget below max_num_seqs (vllm/config/scheduler.py verify_max_model_len)
+            max_num_batched_tokens=max(tuned.max_num_batched_tokens if tuned else eng.default_max_num_batched_tokens,
+                                       max_num_seqs),
+            gpu_memory_utilization=ev.fit.gpu_memory_utilization,
+            quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
+            enable_prefix_caching=True),
+        per_replica=PerReplica(
+            weights_gib_per_gpu=round(ev.fit.weights_gib_per_gpu, 3),
+            kv_cache_gib_per_gpu=round(ev.fit.kv_cache_gib_per_gpu, 3),
+            max_concurrent_sequences=ev.fit.max_concurrent_sequences,
+            goodput_output_tokens_per_s=round(ev.goodput_output_tokens_per_s, 2),
+            goodput_output_tokens_per_s_p10=round(ev.goodput_output_tokens_per_s * g_lo, 2),
+            goodput_output_tokens_per_s_p90=round(ev.goodput_output_tokens_per_s * g_hi, 2),
+            goodput_requests_per_s=round(ev.goodput_requests_per_s, 4), planned_concurrency=round(at.concurrency, 3),
+            planned_output_tokens_per_s=round(at.output_tokens_per_s, 2), ttft_p95_ms=round(at.ttft_p95_ms, 2),
+            itl_p95_ms=round(at.itl_p95_ms, 3), ttft_ms=round(at.ttft_ms, 2), itl_ms=round(at.itl_ms, 3),
+            bound=bound_code, binds=binds, weights_load_s=round(load_s, 1),
+            **{f"{m}_{q}_ms": round(at.percentile(m, q), 3) for m, q in _PLANNED_PERCENTILES},
+            simulated_at_goodput_ms=dict(tuned.predicted) if tuned else {},
+            batching=(f"max_num_batched_tokens {tuned.max_num_batched_tokens:,}, max_num_seqs {tuned.max_num_seqs:,}: "
+                      f"the best goodput at the SLO over budgets {BUDGETS[0]:,}–{BUDGETS[-1]:,} (default "
+                      f"{tuned.default_budget:,}), checked by the step-level simulation") if tuned else ""),
+    )
+    mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store) else "stream"
+    pool.per_replica.cold_start_s = round(cold_start(pool, mode).total_s, 1)
+    return pool
+
+
+# predicted percentiles at the planned load beside the p95s and means PerReplica always carried
+_PLANNED_PERCENTILES = tuple((m, q) for m in ("ttft", "itl", "tpot", "e2e") for q in ("p50", "p95", "p99")
+                             if (m, q) not in (("ttft", "p95"), ("itl", "p95")))
+
+
+def served_max_model_len(model: ModelArch, w: Any, fit: Any) -> int:
+    """vLLM --max-model-len (tokens). `llmcap:workload.max_context_tokens` when given; else the model's
+    context limit (max_position_embeddings), capped at what one replica's KV cache holds (vLLM refuses to
+    start with a max_model_len its KV cache cannot hold one sequence of) less a margin, and never below
+    prompt p95 + output p95 (which the planner checked fits). Capacity is still planned at the stated
+    mean lengths; a longer prompt is served, not refused with HTTP 400."""
+    if w.max_context_tokens:
+        return int(w.max_context_tokens)
+    kv_tokens = fit.kv_cache_gib_available * GIB / fit.kv_cache_bytes_per_token if fit.kv_cache_bytes_per_token else 0
+    step = int(number("max_model_len_step_tokens"))
+    cap = int(kv_tokens * number("max_model_len_kv_fraction")) // step * step
+    return max(w.context_tokens, min(model.max_position_embeddings, cap))
+
+
+def checkpoint_format(cat: Catalog, stack: Stack, precision: str) -> Any:
+    """The format the downloaded checkpoint is stored in: the 16-bit model when vLLM quantizes on
+    load (fp8 without a checkpoint), else the weights as served."""
+    fmt = cat.precision(precision)
+    on_load = precision not in stack.workload.checkpoints and not fmt.needs_prequantized_checkpoint \
+        and fmt.weight_bits < 16
+    return cat.precision("bf16") if on_load else fmt
+
+
+def _model_size_line(cat: Catalog, model: ModelArch) -> str:
+    from sizing.perf.checkpoint import model_size_line
+
+    return model_size_line(model, "fp16" if model.torch_dtype == "float16" else "bf16", cat)
+
+
+def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, mix: Mix,
+                        warnings: list[str]) -> list[Pool]:
+    hw = stack.hardware
+    strategy_single = len(mix.parts) == 1
+    pools: list[Pool] = []
+    for i, part in enumerate(mix.parts):
+        ev = part.ev
+        red = (part.replicas - ev.replicas_for_demand if strategy_single else hw.redundancy) if i == 0 else 0
+        red = max(0, min(red, part.replicas - 1)) if part.replicas > 1 else 0
+        t, region = ev.cand.instance.instance_type, stack.region
+        if hw.purchase != "mixed":
+            pools.append(_pool(cat, model, stack, demand, part, hw.purchase, part.replicas, red,
+                               ev.usd_per_instance_hour))
+            continue
+        sp = split(cat, ev, part.replicas, region, hw.spot_on_demand_floor)
+        od_replicas, spot_replicas = sp.on_demand_replicas, sp.spot_replicas
+        od_part = replace(part, demand_share=part.demand_share * od_replicas / part.replicas)
+        pools.append(_pool(cat, model, stack, demand, od_part, "on-demand", od_replicas,
+                           min(red, od_replicas - 1), ev.usd_per_instance_hour, "-od"))
+        if spot_replicas == 0:
+            warnings.append(f"purchase mixed: all {part.replicas} replicas of {t} on-demand ({sp.why_no_spot})")
+        else:
+            assert sp.spot_usd_per_instance_hour is not None
+            spot_part = replace(part, demand_share=part.demand_share * spot_replicas / part.replicas)
+            pools.append(_pool(cat, model, stack, demand, spot_part, "spot", spot_replicas, 0,
+                               sp.spot_usd_per_instance_hour, "-spot"))
+    return pools
+
+
+def _alternatives(chosen_usd_h: float, chosen_key: tuple[str, str, int, int] | None, main: Any,
+                  others: dict[str, Any], strategy: str) -> list[Alternative]:
+    seen: dict[tuple[str, str], Alternative] = {}
+    searches = [main] + list(others.values())
+    for s in searches:
+        for ev in sorted(s.feasible, key=lambda e: e.usd_per_hour):
+            strat = "scale-up" if ev.cand.instance.is_p_family else "scale-out"
+            key = (strat, ev.cand.instance.gpu)
+            if key in seen:
+                continue
+            c = ev.cand
+            is_chosen = chosen_key == (c.instance.instance_type, c.precision, c.tp, c.pp)
+            delta = usd_per_month(ev.usd_per_hour - chosen_usd_h)
+            why = "chosen" if is_chosen else (
+                f"costs ${delta:,.0f}/month more (+{delta / usd_per_month(chosen_usd_h):.0%})" if delta > 0.005
+                else "same cost; the chosen plan has fewer GPUs or more headroom")
+            seen[key] = Alternative(
+                strategy=strat, gpu=c.instance.gpu, instance_type=c.instance.instance_type, precision=c.precision,
+                tensor_parallel=c.tp, feasible=True, gpus=ev.gpus, instances=ev.instances,
+                usd_per_month=round(usd_per_month(ev.usd_per_hour), 2),
+                usd_per_million_output_tokens=None, why_not_chosen=why)
+    for s in searches:
+        for gpu, (code, detail, inst, prec, tp) in _worst_reasons(s.rejections).items():
+            strat = "scale-up" if inst.startswith("p") else "scale-out"
+            if (strat, gpu) in seen:
+                continue
+            seen[(strat, gpu)] = Alternative(strategy=strat, gpu=gpu, instance_type=inst, precision=prec,
+                                             tensor_parallel=tp, feasible=False, why_not_chosen=f"{code}: {detail}")
+    return sorted(seen.values(), key=lambda a: (not a.feasible, a.usd_per_month or 0.0))
+
+
+def _worst_reasons(rejections: list[Any]) -> dict[str, tuple[str, str, str, str, int]]:
+    """Per GPU: the most informative rejection (SLO misses first, then memory, then catalog)."""
+    out: dict[str, tuple[str, str, str, str, int]] = {}
+    rank = {c: i for i, c in enumerate(REASON_ORDER)}
+    for r in rejections:
+        cur = out.get(r.gpu)
+        if cur is None or rank.get(r.reason, 99) < rank.get(cur[0], 99):
+            out[r.gpu] = (r.reason, r.detail, r.instance_type, r.precision, r.tensor_parallel)
+    return out
+
+
+def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any, others: dict[str, Any],
+               demand: Demand, scale: Any) -> Plan:
+    w, hw = stack.workload, stack.hardware
+    warnings: list[str] = []
+    best: Evaluated = main.best
+    if hw.purchase == "mixed" and strategy != "mixed":  # the candidate whose on-demand/spot split costs least
+        best = cheapest_for_mixed_purchase(cat, main.feasible, stack.region, hw.spot_on_demand_floor)
+    if strategy == "mixed":
+        mix = best_mix(main.feasible, hw.redundancy)
+        assert mix is not None  # main.feasible is non-empty here
+        if len(mix.parts) == 1:
+            warnings.append("mixed: no two-pool mix is cheaper than the best single pool")
+        if not mix.exact:
+            warnings.append(f"mixed: the split search stopped after {MAX_MINORITY_STEPS:,} steps of the smaller pool "
+                            "per pair; a split with more of it was not examined (its saving is at most rounding)")
+    else:
+        mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
+    pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
+    nodes_max = sum(p.instances_max for p in pools)
+    limit = int(number("kubernetes_max_nodes_per_cluster"))
+    if nodes_max > limit:
+        raise NoFeasiblePlanError(
+            f"the plan needs {nodes_max:,} GPU nodes at its autoscaling maximum",
+            [f"the plan needs {nodes_max:,} GPU nodes "
+             f"({', '.join(f'{x.instances_max:,} {x.instance_type}' for x in pools)}) at its autoscaling maximum; "
+             f"one Kubernetes cluster supports at most {limit:,} nodes "
+             "(kubernetes.io large-cluster limits): lower the traffic in llmcap:workload.traffic, or split it over "
+             "several stacks"])
+    warnings.extend(spot_notes(cat, stack.region, [(p.instance_type, p.purchase, p.replicas) for p in pools]))
+    usd_h = sum(p.usd_per_hour for p in pools)
+    usd_h_max = sum(p.instances_max * p.usd_per_instance_hour for p in pools)
+    usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)
+    capacity = sum(p.replicas * p.per_replica.goodput_output_tokens_per_s for p in pools)
+    lead = pools[0]
+    # requests/s of the demand the plan is sized on: given, or output demand ÷ output tokens per request
+    rps = demand.requests_per_s or demand.output_tokens_per_s / w.output_tokens.mean
+    in_tps = rps * w.prompt_tokens.mean * (1 - 0.0)
+    out_tps = demand.output_tokens_per_s
+    d = stack.deployment
+    system_type = d.system_node_instance_type or setting("system_node_instance_type")
+    system = size_system_nodes(pools, system_type, stack.region, d.system_node_count)
+    offered = {p.instance_type: cat.offered_azs(p.instance_type, stack.region) for p in pools}
+    nat = 0 if d.vpc_id else nat_gateway_count(offered, d.nat_gateways, int(number("max_azs")))
+    gpu_nodes = sum(p.instances_desired for p in pools)
+    plat = platform_lines(cat, stack.region, max(p.checkpoint_gib for p in pools),
+                          sum(p.root_volume_gib * p.instances_desired for p in pools)
+                          + system.root_volume_gib * system.desired, system_type, system.desired, nat,
+                          nodes_total=gpu_nodes + system.desired)
+    plat_month = sum(line.usd_per_month or 0.0 for line in plat)
+    unpriced = [line.name for line in plat if line.usd_per_month is None]
+    if unpriced:
+        warnings.append(f"platform not priced in {stack.region} (no catalog price there): {', '.join(unpriced)}; "
+                        f"the all-in cost excludes {'them' if len(unpriced) > 1 else 'it'} "
+                        f"(llmcap catalog refresh --region {stack.region} prices them)")
+    gpu_lines = [_gpu_line(p) for p in pools]
+    month = usd_per_month(usd_h)
+    apis, api_note = api_comparison(cat, model.hf_id, model.params_active_b, model.params_total_b, in_tps, out_tps,
+                                    month + plat_month)
+    if api_note:
+        warnings.append(api_note)
+    totals = Totals(
+        gpus=sum(p.instances_desired * p.gpus_per_instance for p in pools),
+        instances=sum(p.instances_desired for p in pools), usd_per_hour=round(usd_h, 4),
+        usd_per_month=round(month, 2), usd_per_month_min=round(usd_per_month(usd_h_min), 2),
+        usd_per_month_max=round(usd_per_month(usd_h_max), 2), platform_usd_per_month=round(plat_month, 2),
+        all_in_usd_per_month=round(month + plat_month, 2),
+        usd_per_million_output_tokens=round(usd_per_million_tokens(usd_h, out_tps), 4),
+        usd_per_million_output_tokens_at_capacity=round(usd_per_million_tokens(usd_h, capacity), 4),
+        all_in_usd_per_million_output_tokens=round(
+            usd_per_million_tokens(usd_h + plat_month / HOURS_PER_MONTH, out_tps), 4),
+        utilization=round(out_tps / capacity, 4) if capacity else 0.0,
+        demand_output_tokens_per_s=round(out_tps, 2), capacity_output_tokens_per_s=round(capacity, 2))
+    for p in pools:
+        if p.vllm.model != model.hf_id:
+            warnings.append(f"{p.name}: serves the {p.precision} checkpoint {p.vllm.model} of {model.hf_id}; "
+                            "its quality is the checkpoint's, not the base model's")
+        if p.checkpoint_revision is None:
+            warnings.append(f"{p.name}: the checkpoint {p.vllm.model} has no pinned Hugging Face revision "
+                            "(sizing/data/checkpoints.csv); the copy Job downloads the hub's current main")
+        if p.nodes_per_replica > 1:
+            warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel over "
+                            "the network); deployed as a LeaderWorkerSet")
+    assumptions = [
+        f"demand: {demand.formula}",
+        "replicas = ceil(demand ÷ goodput per replica at the SLO) + redundancy "
+        f"({hw.redundancy}); concurrent users also bound replicas by the SLO-meeting concurrency",
+        f"$/month = $/hour × {HOURS_PER_MONTH:g} h; $/1M tokens = $/hour ÷ (output tokens/s × 3,600) × 1e6",
+        f"engine: {w.engine}; performance model calibrated on published measurements (sizing/data/perf_calibration.*)",
+        *cat.as_of_lines(stack.region),
+        _model_size_line(cat, model),
+    ]
+    if scale is not None:
+        note = scale(lead.gpu, w.engine, model.hf_id)
+        if note:
+            assumptions.append(f"calibration overlay: {note[1]}")
+    if cat.overridden:
+        assumptions.append(f"catalog overrides from {cat.directory}: {', '.join(cat.overridden)}")
+    if stack.budget_usd_month is not None and totals.all_in_usd_per_month > stack.budget_usd_month:
+        warnings.append(f"all-in ${totals.all_in_usd_per_month:,.0f}/month is above llmcap:budget_usd_month "
+                        f"${stack.budget_usd_month:,.0f}")
+    chosen_key = (best.cand.instance.instance_type, best.cand.precision, best.cand.tp, best.cand.pp)
+    return Plan(
+        stack=stack.name, region=stack.region, model=model.hf_id, strategy=strategy, purchase=hw.purchase,
+        workload=w.model_dump(mode="json"), hardware=hw.model_dump(mode="json"),
+        demand={**demand.as_dict(), "requests_per_s_planned": round(rps, 4),
+                "input_tokens_per_s": round(in_tps, 2)},
+        pools=pools, totals=totals, cost_lines=gpu_lines + plat, api_comparison=apis,
+        alternatives=_alternatives(best.usd_per_hour, chosen_key, main, others, strategy),
+        rejections=main.rejections, warnings=warnings, assumptions=assumptions,
+        budget_usd_month=stack.budget_usd_month)
+
+
+def _gpu_line(p: Pool) -> Any:
+    from sizing.plan import CostLine
+
+    return CostLine(name=f"GPU instances ({p.purchase}, {p.instance_type})", quantity=p.instances_desired,
+                    unit="instances", usd_per_month=round(usd_per_month(p.usd_per_hour), 2),
+                    source="prices.csv")
+
+
+# Suggestions stay "nearby": an ITL target is relaxed at most to ITL_SUGGESTION_CAP_MS (or 4× the
+# target, whichever is lower; slower than ~5 tokens/s is no longer a chat), and a suggestion costing
+# more than SUGGESTION_MAX_USD_MONTH (or 3× the stack's budget) or 10× the cheapest one is not shown.
+ITL_LADDER = (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0)
+TTFT_LADDER = (1.5, 2.0, 3.0, 5.0)
+ITL_SUGGESTION_CAP_MS = 200.0
+TTFT_SUGGESTION_CAP_MS = 10_000.0
+SUGGESTION_MAX_USD_MONTH = 1_000_000.0
+
+
+def condensed_problems(rejections: list[Any]) -> list[str]:
+    """One line per GPU (its most informative rejection); a detail shared by every GPU becomes one line;
+    GPUs without a datasheet row are one "skipped" line."""
+    reasons = _worst_reasons(rejections)
+    skipped = sorted(g for g, (code, *_r) in reasons.items() if code == "no-gpu-specs")
+    rest = {g: v for g, v in reasons.items() if v[0] != "no-gpu-specs"}
+    details = {(code, detail) for (code, detail, *_r) in rest.values()}
+    if len(rest) > 1 and len(details) == 1:
+        problems = [f"every GPU: {next(iter(details))[1]}"]
+    else:
+        problems = [f"{gpu}: {code}: {detail}" for gpu, (code, detail, _i, _p, _t) in sorted(rest.items())]
+    if skipped:
+        problems.append(f"skipped (no datasheet row in gpus.csv): {', '.join(skipped)}")
+    return problems
+
+
+def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any,
+                     demand: Demand) -> NoFeasiblePlanError:
+    """Why nothing is feasible (per GPU type) and the cheapest nearby changes that work, each re-planned
+    and priced: a relaxed SLO, another precision (with a checkpoint where it needs one), more GPUs."""
+    from sizing.planning.planner import search
+
+    problems = condensed_problems(main.rejections)
+    if not problems:
+        problems = ["no instance type is allowed by the hardware section in this region"]
+    w, hw = stack.workload, stack.hardware
+    found: list[dict[str, Any]] = []
+
+    def cheapest(w2: Any, hw2: Any, strat: str) -> Evaluated | None:
+        # the demand follows the SLO when tokens/s per user defaults to 1000 / ITL
+        # priced as plan_stack prices it: the finalists' batching flags tuned and simulated
+        from sizing.planning.batching import tune_finalists
+        from sizing.planning.planner import _cost_key
+
+        d2 = demand_of(w2)
+        found = search(cat, model, w2, hw2, stack.region, strat, d2).feasible
+        tuned = tune_finalists(cat, model, w2, d2, found, hw2.redundancy, _cost_key) if found else []
+        return min(tuned, key=_cost_key) if tuned else None
+
+    def add(change: str, setting: dict[str, Any], ev: Evaluated | None) -> bool:
+        if ev is None:
+            return False
+        found.append({"change": change, "set": setting, "plan": ev.cand.label(), "gpus": ev.gpus,
+                      "usd_per_month": round(usd_per_month(ev.usd_per_hour), 2)})
+        return True
+
+    codes = {r.reason for r in main.rejections}
+    if "misses-itl" in codes or "misses-ttft" in codes:
+        cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
+        for factor in ITL_LADDER:
+            itl = round(w.slo.itl_p95_ms * factor, 1)
+            if itl > cap:
+                break
+            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"itl_p95_ms": itl})})
+            if add(f"ITL p95 {w.slo.itl_p95_ms:g} ms → {itl:g} ms", {"workload.slo.itl_p95_ms": itl},
+                   cheapest(w2, hw, strategy)):
+                break
+        for factor in TTFT_LADDER:
+            ttft = round(w.slo.ttft_p95_ms * factor)
+            if ttft > max(TTFT_SUGGESTION_CAP_MS, w.slo.ttft_p95_ms):
+                break
+            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"ttft_p95_ms": ttft})})
+            if add(f"TTFT p95 {w.slo.ttft_p95_ms:g} ms → {ttft:g} ms", {"workload.slo.ttft_p95_ms": ttft},
+                   cheapest(w2, hw, strategy)):
+                break
+    for prec in ("fp8", "int4-awq"):
+        if prec in w.precisions and (prec in w.checkpoints or not cat.precision(prec).needs_prequantized_checkpoint):
+            continue
+        fmt = cat.precision(prec)
+        needs_ckpt = fmt.needs_prequantized_checkpoint and prec not in w.checkpoints
+        unnamed_checkpoint = f"<{prec} checkpoint of {model.hf_id}>"
+        extra = {"checkpoints": {**w.checkpoints, prec: unnamed_checkpoint}} if needs_ckpt else {}
+        w2 = w.model_copy(update={"precision": list(dict.fromkeys(w.precisions + [prec])), **extra})
+        ev = cheapest(w2, hw, strategy)
+        if ev is not None and ev.cand.precision == prec:
+            setting: dict[str, Any] = {"workload.precision": w2.precisions}
+            if needs_ckpt:
+                change = (f"{prec} with a pre-quantized checkpoint (set llmcap:workload.checkpoints.{prec} to its "
+                          "Hugging Face id)")
+                setting[f"workload.checkpoints.{prec}"] = unnamed_checkpoint
+            elif prec in w.checkpoints:
+                change = f"allow precision {prec} (checkpoint {w.checkpoints[prec]})"
+            else:
+                change = f"allow precision {prec} (quantized on load)"
+            add(change, setting, ev)
+    if hw.gpus or hw.instance_types:
+        hw2 = hw.model_copy(update={"gpus": None, "instance_types": None})
+        ev = cheapest(w, hw2, "auto" if strategy == "mixed" else strategy)
+        if ev is not None:
+            gpus = [*(hw.gpus or []), ev.cand.instance.gpu]
+            hw3 = hw.model_copy(update={"gpus": gpus, "instance_types": None})
+            add(f"allow {ev.cand.instance.gpu} (llmcap:hardware.gpus)", {"hardware.gpus": gpus,
+                **({"hardware.instance_types": None} if hw.instance_types else {})},
+                cheapest(w, hw3, "auto" if strategy == "mixed" else strategy))
+    if strategy not in ("auto", "mixed"):
+        add("strategy auto (every instance family)", {"hardware.strategy": "auto"}, cheapest(w, hw, "auto"))
+    ceiling = SUGGESTION_MAX_USD_MONTH if stack.budget_usd_month is None else 3 * stack.budget_usd_month
+    found.sort(key=lambda f: f["usd_per_month"])
+    if found:
+        ceiling = min(ceiling, 10 * found[0]["usd_per_month"])
+    shown = [f for f in found if f["usd_per_month"] <= ceiling]
+    dropped = len(found) - len(shown)
+    suggestions = [f"{f['change']}: {f['plan']}, ${f['usd_per_month']:,.0f}/month" for f in shown]
+    if not suggestions:
+        itl_cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
+        under = f", under ${ceiling:,.0f}/month" if dropped else ""
+        suggestions.append(
+            f"no nearby change works (ITL up to {itl_cap:g} ms, fp8/int4-awq, any GPU{under}): "
+            "use a smaller model, shorter prompts/outputs, or fewer concurrent users")
+    err = NoFeasiblePlanError(
+        f"no feasible plan for {model.hf_id} in {stack.region} ({strategy})",
+        [f"no deployment of {model.hf_id} meets the workload in {stack.region} (strategy {strategy}):"] + problems,
+        rejections=[r.model_dump() for r in main.rejections], suggestions=suggestions)
+    err.suggestion_details = shown
+    return err

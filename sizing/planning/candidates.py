@@ -1,0 +1,253 @@
+"""Candidate deployments: one instance type × tensor/pipeline parallelism × precision, each
+evaluated for fit, SLO goodput, replica count and cost — or rejected with a reason.
+
+Reason codes: not-offered, no-price, no-gpu-specs, fractional-gpu, unsupported-precision,
+needs-checkpoint, bad-parallelism, does-not-fit, misses-itl, misses-ttft.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from sizing.catalog.lookup import Catalog, Instance, ModelArch
+from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, goodput
+from sizing.perf.memory import MemoryFit, memory_fit
+from sizing.plan import Rejection
+from sizing.planning.demand import Demand
+from sizing.spec import HardwareSpec, WorkloadSpec
+
+if TYPE_CHECKING:
+    from sizing.planning.batching import Tuning
+
+MAX_NODES_PER_REPLICA = 4  # pipeline stages across nodes the planner will consider
+GoodputFn = Callable[..., Goodput]  # sizing.perf.load.goodput, or a memoised wrapper of it (sweeps)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    instance: Instance
+    precision: str
+    tp: int
+    pp: int  # pipeline stages; > 1 only across nodes (one stage per node)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def nodes_per_replica(self) -> int:
+        return self.pp
+
+    @property
+    def replicas_per_instance(self) -> int:
+        return max(self.instance.whole_gpus // self.tp, 1) if self.pp == 1 else 1
+
+    def label(self) -> str:
+        par = f"TP{self.tp}" + (f"×PP{self.pp}" if self.pp > 1 else "")
+        return f"{self.instance.instance_type} {self.precision} {par}"
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """A feasible candidate sized for the demand."""
+
+    cand: Candidate
+    fit: MemoryFit
+    gp: Goodput
+    usd_per_instance_hour: float
+    price_source: str
+    replicas_for_demand: int
+    replicas: int
+    instances: int
+    usd_per_hour: float
+    goodput_scale: float = 1.0  # measured ÷ predicted, from the user's calibration overlay
+    tuning: Tuning | None = None  # batching flags chosen and simulated (finalists only: sizing.planning.batching)
+
+    @property
+    def goodput_output_tokens_per_s(self) -> float:
+        """Goodput per replica at the SLO (tokens/s), calibrated by the overlay when there is one."""
+        return self.gp.output_tokens_per_s * self.goodput_scale
+
+    @property
+    def goodput_requests_per_s(self) -> float:
+        return self.gp.requests_per_s * self.goodput_scale
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.cand.instance.whole_gpus
+
+
+def size_replicas(demand_output_tokens_per_s: float, goodput_output_tokens_per_s_per_replica: float,
+                  redundancy: int, concurrent_users: int | None = None,
+                  goodput_concurrency_per_replica: float | None = None) -> tuple[int, int]:
+    """(replicas for the demand, replicas planned) = ceil(demand ÷ goodput per replica) + redundancy.
+
+    With concurrent users, a replica also holds at most the concurrency at which it meets the
+    SLO, so replicas for the demand ≥ ceil(users ÷ that concurrency). At least one replica.
+    """
+    need = math.ceil(demand_output_tokens_per_s / goodput_output_tokens_per_s_per_replica - 1e-9)
+    if concurrent_users and goodput_concurrency_per_replica:
+        need = max(need, math.ceil(concurrent_users / goodput_concurrency_per_replica - 1e-9))
+    need = max(need, 1)
+    return need, need + redundancy
+
+
+def instances_for(cand: Candidate, replicas: int) -> int:
+    """Instances that hold `replicas`: packed replicas_per_instance to a node, or pp nodes each."""
+    if cand.pp > 1:
+        return replicas * cand.pp
+    return math.ceil(replicas / cand.replicas_per_instance)
+
+
+def replicas_with_spares(cand: Candidate, replicas_for_demand: int, redundancy: int) -> int:
+    """Replicas to run: the demand's plus `redundancy` spares, counted in failure units.
+
+    When one node holds several replicas (e.g. 8 × TP1 on a p4de), a spare replica on the same
+    node as the ones it protects protects nothing: the node is the failure unit. So spares are
+    whole nodes there (losing `redundancy` nodes still leaves the demand served), and the slots of
+    the nodes the plan pays for are filled with replicas, which is free headroom. With one
+    replica per node (or a replica spanning nodes) it is exactly `redundancy` extra replicas.
+    """
+    rpi = cand.replicas_per_instance
+    if redundancy <= 0 or cand.pp > 1 or rpi <= 1:
+        return replicas_for_demand + max(redundancy, 0)
+    return (math.ceil(replicas_for_demand / rpi) + redundancy) * rpi
+
+
+def strategy_allows(strategy: str, inst: Instance) -> bool:
+    """scale-up = the P family (A100/H100/H200/B200); scale-out = the G family (L4/A10G/L40S...)."""
+    if strategy == "scale-up":
+        return inst.is_p_family
+    if strategy == "scale-out":
+        return not inst.is_p_family
+    return True
+
+
+def _tp_options(inst: Instance, model: ModelArch) -> list[int]:
+    n = inst.whole_gpus
+    return [t for t in (1, 2, 4, 8) if t <= n and n % t == 0 and model.num_attention_heads % t == 0]
+
+
+def enumerate_candidates(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, region: str,
+                         strategy: str, rejections: list[Rejection]) -> Iterator[Candidate]:
+    """Every allowed instance type × precision × TP (and PP across nodes when no single node fits)."""
+    allowed_gpus = {cat.gpu(g).name for g in hw.gpus} if hw.gpus else None
+    allowed_types = set(hw.instance_types) if hw.instance_types else None
+    for inst in cat.instances.values():
+        if allowed_gpus is not None and inst.gpu not in allowed_gpus:
+            continue
+        if allowed_types is not None and inst.instance_type not in allowed_types:
+            continue
+        if not strategy_allows(strategy, inst):
+            continue
+
+        def reject(code: str, detail: str, precision: str = "*", tp: int = 0, pp: int = 1,
+                   _inst: Instance = inst) -> None:
+            rejections.append(Rejection(gpu=_inst.gpu, instance_type=_inst.instance_type, precision=precision,
+                                        tensor_parallel=tp, pipeline_parallel=pp, reason=code, detail=detail))
+
+        if inst.gpu not in cat.gpus:
+            reject("no-gpu-specs", f"no datasheet row for GPU {inst.gpu!r} in gpus.csv")
+            continue
+        if inst.is_fractional:
+            reject("fractional-gpu", f"{inst.gpu_count:g} of a GPU per instance; vLLM needs whole GPUs")
+            continue
+        if not cat.offered_azs(inst.instance_type, region):
+            reject("not-offered", f"not offered in {region}")
+            continue
+        for precision in w.precisions:
+            tps = _tp_options(inst, model)
+            if not tps:
+                reject("bad-parallelism", f"{model.num_attention_heads} attention heads do not split over "
+                       f"{inst.whole_gpus} GPUs", precision)
+                continue
+            for tp in tps:
+                yield Candidate(inst, precision, tp, 1)
+            if inst.is_p_family or inst.whole_gpus >= 4:
+                full = inst.whole_gpus if inst.whole_gpus in tps else max(tps)
+                for pp in range(2, MAX_NODES_PER_REPLICA + 1):
+                    yield Candidate(inst, precision, full, pp)
+
+
+def precision_supported(cat: Catalog, gpu: str, precision: str) -> str | None:
+    """None when the GPU can run the precision (natively or weight-only); else why not."""
+    g = cat.gpu(gpu)
+    fmt = cat.precision(precision)
+    if precision == "bf16" and not g.bf16_supported:
+        return f"{gpu} ({g.architecture}) has no BF16 support"
+    if g.generation not in fmt.supported_archs:
+        return f"{precision} runs on {'/'.join(fmt.supported_archs)} GPUs; {gpu} is {g.generation}"
+    return None
+
+
+def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, region: str, purchase: str,
+             demand: Demand, cand: Candidate, rejections: list[Rejection],
+             goodput_scale: float = 1.0, goodput_fn: GoodputFn = goodput) -> Evaluated | None:
+    """Size one candidate for the demand, or record why it is rejected (None).
+
+    `goodput_fn`: sizing.perf.load.goodput, or a memoised wrapper of it (sweeps); same result."""
+    inst = cand.instance
+
+    def reject(code: str, detail: str) -> None:
+        rejections.append(Rejection(gpu=inst.gpu, instance_type=inst.instance_type, precision=cand.precision,
+                                    tensor_parallel=cand.tp, pipeline_parallel=cand.pp, reason=code, detail=detail))
+
+    why = precision_supported(cat, inst.gpu, cand.precision)
+    if why:
+        reject("unsupported-precision", why)
+        return None
+    if cat.precision(cand.precision).needs_prequantized_checkpoint and cand.precision not in w.checkpoints:
+        reject("needs-checkpoint", f"{cand.precision} needs a pre-quantized checkpoint of {model.hf_id}: set "
+               f"llmcap:workload.checkpoints.{cand.precision} to its Hugging Face id")
+        return None
+    price = cat.price(inst.instance_type, region, purchase)
+    if price is None:
+        reject("no-price", f"no {purchase} price for {inst.instance_type} in {region} in the catalog")
+        return None
+    fit = memory_fit(cat, model, inst.gpu, cand.precision, cand.tp, cand.pp, w.context_tokens, w.kv_cache_dtype,
+                     w.engine, gpu_memory_gib=inst.gpu_memory_gib_each)
+    if not fit.fits:
+        reject("does-not-fit", fit.reason)
+        return None
+    if cand.pp > 1:
+        single = memory_fit(cat, model, inst.gpu, cand.precision, cand.tp, cand.pp - 1, w.context_tokens,
+                            w.kv_cache_dtype, w.engine, gpu_memory_gib=inst.gpu_memory_gib_each)
+        if single.fits:
+            return None  # fewer nodes already fit; more stages only add latency and cost
+    cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
+                        kv_cache_dtype=w.kv_cache_dtype, engine=w.engine, interconnect=inst.gpu_interconnect)
+    shape = WorkloadShape.from_spec(w)
+    gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode, targets=w.slo.targets())
+    if not gp.feasible:
+        reject(gp.reason_code or "misses-itl", gp.reason)
+        return None
+    tokens = gp.output_tokens_per_s * goodput_scale
+    conc = gp.concurrency * goodput_scale
+    if tokens <= 0 or conc <= 0:
+        reject("misses-itl", "no load meets the SLO")
+        return None
+    need, _ = size_replicas(demand.output_tokens_per_s, tokens, hw.redundancy,
+                            demand.concurrent_users if demand.mode == "closed" else None, conc)
+    replicas = replicas_with_spares(cand, need, hw.redundancy)
+    instances = instances_for(cand, replicas)
+    return Evaluated(cand=cand, fit=fit, gp=gp, usd_per_instance_hour=price.usd_per_hour,
+                     price_source=f"{price.source} ({price.as_of})", replicas_for_demand=need, replicas=replicas,
+                     instances=instances, usd_per_hour=instances * price.usd_per_hour,
+                     goodput_scale=goodput_scale)
+
+
+def resize(ev: Evaluated, demand: Demand, redundancy: int, goodput_scale: float = 1.0) -> Evaluated:
+    """The same feasible candidate sized for another demand of the same mode and request shape.
+
+    Goodput per replica does not depend on how much demand there is, so a users or rate sweep
+    evaluates each candidate once and re-sizes it per point; agrees with `evaluate` (tested)."""
+    need, _ = size_replicas(demand.output_tokens_per_s, ev.gp.output_tokens_per_s * goodput_scale,
+                            redundancy, demand.concurrent_users if demand.mode == "closed" else None,
+                            ev.gp.concurrency * goodput_scale)
+    replicas = replicas_with_spares(ev.cand, need, redundancy)
+    instances = instances_for(ev.cand, replicas)
+    return replace(ev, replicas_for_demand=need, replicas=replicas, instances=instances,
+                   usd_per_hour=instances * ev.usd_per_instance_hour)

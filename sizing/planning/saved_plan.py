@@ -1,0 +1,278 @@
+"""Saved plans: the plan a stack deploys, as a reviewed file beside its stack file.
+
+`llmcap plan stacks/Pulumi.<env>.yaml --write` writes `stacks/Pulumi.<env>.plan.json`. Pulumi never
+takes it for a stack's config: the CLI's stack config file is
+`fmt.Sprintf("%s.%s%s", ProjectFile, qnameFileName(stackName), filepath.Ext(projPath))` under
+`stackConfigDir` (pulumi/pulumi sdk/go/common/workspace/paths.go, `ProjectStackPath`), i.e.
+`Pulumi.<stack>` plus the project file's extension, `.yaml` here; a `.json` file is never one.
+
+A saved plan holds:
+- `fingerprint`: sha256 of the inputs that determine the plan, read from the stack file (region,
+  `llmcap:workload`, `llmcap:hardware`, `llmcap:deployment`, `llmcap:budget_usd_month`), validated and
+  canonical (defaults left out, so a comment or a newly added default field does not make it stale);
+- `generation`: which catalog files and calibration (bundled, a refresh cache, an overlay) the plan
+  was made with, with their sha256: for information and review, never re-read;
+- `pinned`: the catalog rows the Pulumi program reads besides the plan (AZ offerings of the region,
+  the specs of the plan's instance types), so a later `llmcap catalog refresh` cannot move subnets
+  or node sizes of a running stack;
+- `plan`: the Plan itself.
+
+The Pulumi program (infra/__main__.py) and `llmcap render` deploy the saved plan and never re-plan;
+`llmcap diff` compares saved plans between git refs. Nothing here imports pulumi or boto3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, fields
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sizing.catalog.lookup import BUNDLED_DIR, CATALOG_FILES, Catalog, Instance, ModelArch
+from sizing.errors import SpecError
+from sizing.plan import Plan
+from sizing.stack import Stack
+from sizing.user_files import atomic_write_text
+
+SAVED_PLAN_VERSION = 1
+SUFFIX = ".plan.json"
+# the stack-file keys whose values determine the plan (the secrets api_key/hf_token do not)
+FINGERPRINT_KEYS = ("aws:region", "llmcap:workload", "llmcap:hardware", "llmcap:deployment",
+                    "llmcap:budget_usd_month")
+CALIBRATION_FILE = BUNDLED_DIR / "perf_calibration.json"
+
+
+class StalePlanError(SpecError):
+    """The saved plan does not match its stack file, or there is none (exit 2)."""
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FileHash(_M):
+    name: str
+    sha256: str  # first 16 hex digits
+    source: str  # "bundled" or where it was read from ("~" for the home folder)
+
+
+class Generation(_M):
+    """Where the plan's data came from (for review; the program never reads these files)."""
+
+    llmcap_version: str
+    catalog: list[FileHash]
+    calibration: FileHash
+    overlay: FileHash | None = None  # the user's calibration overlay, when the plan applied one
+    overlay_notes: list[str] = Field(default_factory=list)
+
+
+class Pinned(_M):
+    """Catalog rows the Pulumi program reads besides the plan, frozen at --write."""
+
+    region: str
+    offerings: dict[str, list[str]]  # instance type -> AZ IDs offering it in `region` (every type there)
+    instances: list[dict[str, Any]]  # sizing.catalog.lookup.Instance rows of the plan's instance types
+    # the sizing.catalog.lookup.ModelArch of the plan's model
+    models: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SavedPlan(_M):
+    saved_plan_version: int = SAVED_PLAN_VERSION
+    stack: str
+    stack_file: str  # as given to --write, for the messages
+    fingerprint: str
+    fingerprint_of: list[str] = Field(default_factory=lambda: list(FINGERPRINT_KEYS))
+    generation: Generation
+    pinned: Pinned
+    plan: Plan
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2) + "\n"
+
+
+# ---------------------------------------------------------------- names and fingerprints
+
+
+def saved_plan_path(stack_file: str | Path) -> Path:
+    """`stacks/Pulumi.dev.yaml` -> `stacks/Pulumi.dev.plan.json` (same folder).
+
+    Pulumi takes `Pulumi.<stack>.yaml` under `stackConfigDir` as a stack's config; a `.plan.json`
+    file is never one, so the CLI ignores it."""
+    p = Path(stack_file)
+    stem = p.name[: -len(p.suffix)] if p.suffix in (".yaml", ".yml") else p.name
+    return p.with_name(stem + SUFFIX)
+
+
+def spec_inputs(stack: Stack) -> dict[str, Any]:
+    """The plan's inputs from a validated stack, canonical: JSON types, defaults left out."""
+    return {
+        "aws:region": stack.region,
+        "llmcap:workload": stack.workload.model_dump(mode="json", exclude_defaults=True),
+        "llmcap:hardware": stack.hardware.model_dump(mode="json", exclude_defaults=True),
+        "llmcap:deployment": stack.deployment.model_dump(mode="json", exclude_defaults=True),
+        "llmcap:budget_usd_month": stack.budget_usd_month,
+    }
+
+
+def spec_fingerprint(stack: Stack) -> str:
+    text = json.dumps(spec_inputs(stack), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- generation (for information)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _shown(path: Path) -> str:
+    """A path fit for a committed file: the bundled data as "bundled", the home folder as "~"."""
+    try:
+        if path.resolve().parent == BUNDLED_DIR.resolve():
+            return "bundled"
+    except OSError:
+        pass
+    home = str(Path.home())
+    s = str(path)
+    return "~" + s[len(home):] if home and s.startswith(home + os.sep) else s
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("llmcap")
+    except Exception:  # noqa: BLE001 - not installed (the Pulumi program adds the tree to sys.path)
+        return "unknown"
+
+
+def generation_of(catalog: Catalog, overlay_notes: list[str]) -> Generation:
+    cat_files = [FileHash(name=n, sha256=_sha(catalog._path(n)), source=_shown(catalog._path(n)))
+                 for n in CATALOG_FILES]
+    overlay = None
+    if overlay_notes:
+        from sizing.perf.overlay import overlay_path
+
+        p = overlay_path()
+        if p.is_file():
+            overlay = FileHash(name=p.name, sha256=_sha(p), source=_shown(p))
+    return Generation(llmcap_version=_version(), catalog=cat_files,
+                      calibration=FileHash(name=CALIBRATION_FILE.name, sha256=_sha(CALIBRATION_FILE),
+                                           source="bundled"),
+                      overlay=overlay, overlay_notes=overlay_notes)
+
+
+def pinned_of(plan: Plan, catalog: Catalog, stack: Stack) -> Pinned:
+    from sizing.catalog.weights_source import workload_model
+
+    offerings = {t: list(azs) for (t, region), azs in sorted(catalog.offerings.items()) if region == plan.region}
+    types = sorted({p.instance_type for p in plan.pools})
+    model = workload_model(catalog, stack.workload.model, stack.workload.weights_source)  # as the planner read it
+    return Pinned(region=plan.region, offerings=offerings,
+                  instances=[asdict(catalog.instance(t)) for t in types], models=[asdict(model)])
+
+
+def make_saved_plan(stack_file: str | Path, stack: Stack, plan: Plan, catalog: Catalog) -> SavedPlan:
+    notes = [a for a in plan.assumptions if a.startswith("calibration overlay")]
+    return SavedPlan(stack=stack.name, stack_file=Path(stack_file).as_posix(), fingerprint=spec_fingerprint(stack),
+                     generation=generation_of(catalog, notes), pinned=pinned_of(plan, catalog, stack), plan=plan)
+
+
+def write_saved_plan(saved: SavedPlan, path: Path) -> Path:
+    """Write atomically (sizing.user_files.atomic_write_text), with the usual mode of a committed file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, saved.to_json(), usual_mode=True)
+    return path
+
+
+# ---------------------------------------------------------------- reading and checking
+
+
+def rewrite_hint(stack_file: str) -> str:
+    return f"run llmcap plan {stack_file} --write and review the diff"
+
+
+def parse_saved_plan(text: str, where: str, stack_file: str) -> SavedPlan:
+    """A saved plan from its text, or one StalePlanError line naming the file and the fix."""
+    try:
+        return SavedPlan.model_validate_json(text)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise StalePlanError(f"{where}: not a saved plan this llmcap can read ({loc}: {first['msg']}): "
+                             f"{rewrite_hint(stack_file)}") from None
+
+
+def read_saved_plan(path: Path, stack_file: str) -> SavedPlan | None:
+    """The saved plan at `path`, None when there is none."""
+    from sizing.user_files import read_user_file
+
+    if not path.exists():
+        return None
+    return parse_saved_plan(read_user_file(path, "saved plan"), str(path), stack_file)
+
+
+def check_current(saved: SavedPlan, stack: Stack, stack_file: str) -> None:
+    """One line when the stack file's spec no longer matches the saved plan."""
+    if saved.saved_plan_version != SAVED_PLAN_VERSION:
+        raise StalePlanError(f"{stack_file}: its saved plan has version {saved.saved_plan_version}, this llmcap "
+                             f"reads {SAVED_PLAN_VERSION}: {rewrite_hint(stack_file)}")
+    if saved.stack != stack.name or saved.plan.stack != stack.name:
+        raise StalePlanError(f"{stack_file}: its saved plan is for stack {saved.stack!r}, not {stack.name!r}: "
+                             f"{rewrite_hint(stack_file)}")
+    if saved.fingerprint != spec_fingerprint(stack):
+        raise StalePlanError(f"{stack_file} changed since its saved plan: {rewrite_hint(stack_file)}")
+
+
+def require_saved_plan(stack_file: str, plan_file: Path, stack: Stack) -> SavedPlan:
+    """The current saved plan of a stack, or one line: none written yet, unreadable, or stale."""
+    saved = read_saved_plan(plan_file, stack_file)
+    if saved is None:
+        raise StalePlanError(f"{stack_file} has no saved plan ({saved_plan_path(stack_file).as_posix()}): "
+                             f"run llmcap plan {stack_file} --write and review it")
+    check_current(saved, stack, stack_file)
+    return saved
+
+
+# ---------------------------------------------------------------- the catalog the program sees
+
+
+class PinnedCatalog(Catalog):
+    """The bundled catalog with the saved plan's region offerings and instance specs in place of
+    whatever catalog cache this machine has: what the Pulumi program reads besides the plan."""
+
+    def __init__(self, pinned: Pinned) -> None:
+        super().__init__(directory=None)
+        self.pinned = pinned
+
+    @cached_property
+    def offerings(self) -> dict[tuple[str, str], tuple[str, ...]]:  # type: ignore[override]
+        base = {k: v for k, v in Catalog(directory=None).offerings.items() if k[1] != self.pinned.region}
+        base.update({(t, self.pinned.region): tuple(azs) for t, azs in self.pinned.offerings.items()})
+        return base
+
+    @cached_property
+    def instances(self) -> dict[str, Instance]:  # type: ignore[override]
+        out = dict(Catalog(directory=None).instances)
+        names = {f.name for f in fields(Instance)}
+        for row in self.pinned.instances:
+            inst = Instance(**{k: v for k, v in row.items() if k in names})
+            out[inst.instance_type] = inst
+        return out
+
+    @cached_property
+    def models(self) -> dict[str, ModelArch]:  # type: ignore[override]
+        """Bundled models, and the plan's own as it was read at --write (a config.json or Hub model too)."""
+        out = dict(Catalog(directory=None).models)
+        names = {f.name for f in fields(ModelArch)}
+        for row in self.pinned.models:
+            kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in names}
+            m = ModelArch(**kwargs)
+            out[m.hf_id] = m
+        return out

@@ -1,0 +1,120 @@
+"""The CPU system node group, sized from the plan (issue 14 item 11): the system pods' requests (router
+replicas, add-ons, Prometheus growing with the nodes it scrapes; sizing/data/system_pods.csv) packed onto
+nodes of the system type, at least `system_node_count` of them (platform.csv), a max the Cluster
+Autoscaler can grow to, and a root volume that holds every system image. Pure; no pulumi import."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from sizing.catalog.lookup import BUNDLED_DIR
+from sizing.catalog.platform import number
+from sizing.plan import Pool
+
+
+@dataclass(frozen=True)
+class SystemPod:
+    component: str
+    replicas: int
+    cpu_m: int
+    memory_mib: int
+    image_gib: float
+
+
+@lru_cache(maxsize=1)
+def system_pods() -> dict[str, SystemPod]:
+    with (BUNDLED_DIR / "system_pods.csv").open(newline="") as f:
+        return {r["component"]: SystemPod(r["component"], int(r["replicas"]), int(r["cpu_m"]), int(r["memory_mib"]),
+                                          float(r["image_gib"])) for r in csv.DictReader(f)}
+
+
+@lru_cache(maxsize=16)
+def _instance(instance_type: str, region: str) -> tuple[float, float] | None:
+    """(vCPUs, memory GiB) of a CPU instance type (cpu_instance_prices.csv)."""
+    with (BUNDLED_DIR / "cpu_instance_prices.csv").open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["instance_type"] == instance_type:
+                return float(r["vcpus"]), float(r["memory_gib"])
+    return None
+
+
+def _for_pods(vcpus: int, mem_gib: float) -> tuple[float, float]:
+    """(millicores, MiB) a system node leaves for pods: the same allocatable model as the GPU nodes
+    (sizing/planning/allocatable.py: nodeadm kube-reserved, hard eviction, VM overhead, node DaemonSets; the GPU
+    nodes' DaemonSet list, which also counts the device plugin, so a little conservative here)."""
+    from sizing.planning.allocatable import (
+        allocatable_terms,
+        gpu_node_daemonsets,
+        kube_reserved_cpu_millicores,
+        kube_reserved_memory_mib,
+        max_pods,
+    )
+
+    t = allocatable_terms()
+    ds = gpu_node_daemonsets()
+    cap_mem = mem_gib * 1024 * (1.0 - t["vm_memory_overhead_fraction"])
+    cpu = vcpus * 1000 - kube_reserved_cpu_millicores(vcpus) - sum(d.cpu_millicores for d in ds)
+    mem = (cap_mem - kube_reserved_memory_mib(max_pods(vcpus)) - t["eviction_hard_memory_mib"]
+           - sum(d.memory_mib for d in ds) - t["unrequested_daemonset_memory_mib"])
+    return max(cpu, 1.0), max(mem, 1.0)
+
+
+@dataclass(frozen=True)
+class SystemNodes:
+    instance_type: str
+    desired: int  # nodes the requests need (at least system_node_count)
+    min_size: int
+    max_size: int  # the Cluster Autoscaler may grow the group to this
+    root_volume_gib: int  # per node: every system image + margin
+    cpu_m_requested: int  # total system pod requests, millicores
+    memory_mib_requested: int  # total system pod requests, MiB
+
+
+def requests(pools: list[Pool], system_nodes: int) -> tuple[int, int]:
+    """Total (millicores, MiB) the system pods request with `system_nodes` system nodes."""
+    pods = system_pods()
+    multi_node = any(p.nodes_per_replica > 1 for p in pools)
+    scraped = sum(p.instances_max for p in pools) + system_nodes
+    cpu = mem = 0
+    for name, pod in pods.items():
+        if name == "leaderworkerset" and not multi_node:
+            continue
+        n = scraped if name == "prometheus_per_node" else pod.replicas
+        cpu += n * pod.cpu_m
+        mem += n * pod.memory_mib
+    return cpu, mem
+
+
+def size_system_nodes(pools: list[Pool], instance_type: str, region: str, count: int | None = None) -> SystemNodes:
+    """`count` (llmcap:deployment.system_node_count) fixes the desired size; else the requests decide."""
+    spec = _instance(instance_type, region)
+    if spec is None:
+        raise ValueError(f"system node type {instance_type}: no vCPU/memory figures in cpu_instance_prices.csv")
+    vcpus, mem_gib = spec
+    alloc_cpu_m, alloc_mem_mib = _for_pods(int(vcpus), mem_gib)
+    floor = int(number("system_node_count"))
+    nodes = floor
+    for _ in range(4):  # Prometheus grows with the nodes, which include the system nodes
+        cpu, mem = requests(pools, nodes)
+        need = max(floor, math.ceil(cpu / alloc_cpu_m), math.ceil(mem / alloc_mem_mib))
+        if need == nodes:
+            break
+        nodes = need
+    desired = count or nodes
+    cpu, mem = requests(pools, desired)
+    images = sum(p.image_gib for p in system_pods().values())
+    return SystemNodes(instance_type=instance_type, desired=desired, min_size=desired,
+                       max_size=max(desired + 1, math.ceil(desired * number("system_node_max_factor"))),
+                       root_volume_gib=math.ceil(images + number("system_root_volume_margin_gib")),
+                       cpu_m_requested=cpu, memory_mib_requested=mem)
+
+
+def nat_gateway_count(offered: dict[str, tuple[str, ...]], setting: int | None, max_azs: int) -> int:
+    """One NAT gateway per AZ of the VPC llmcap creates (as infra/network.choose_az_ids picks them: the
+    AZs offering the planned types, at most `max_azs`, at least two); `setting` caps it."""
+    azs = {az for zs in offered.values() for az in zs}
+    per_az = max(2, min(len(azs), max_azs))
+    return min(setting, per_az) if setting is not None else per_az
