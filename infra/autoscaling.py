@@ -28,8 +28,7 @@ def queue_threshold(plan: Plan, pool: Pool) -> int:
     the TTFT headroom the plan leaves (SLO p95 minus predicted p95 at planned load) bounds how long
     a queue may stand: q = headroom_s × goodput_requests_per_s, at least `minimum_threshold`."""
     a = settings.serving()["autoscaling"]
-    slo = plan.workload.get("slo") or {}
-    ttft_slo_ms = float(slo.get("ttft_p95_ms", pool.per_replica.ttft_p95_ms))
+    ttft_slo_ms = plan.workload.slo.ttft_p95_ms
     headroom_s = max(ttft_slo_ms - pool.per_replica.ttft_p95_ms, 0.0) / 1000.0
     q = math.floor(headroom_s * pool.per_replica.goodput_requests_per_s * float(a["headroom_share"]))
     return max(int(a["minimum_threshold"]), q)

@@ -22,7 +22,7 @@ from infra.names import (
 )
 from infra.nodegroups import node_launch_template
 from infra.platform import Platform
-from sizing.planning.system_nodes import SystemNodes
+from sizing.plan import SystemNodePlan
 
 # least privilege: the control plane needs only the cluster policy; nodes only join and pull images;
 # the VPC CNI gets its ENI permissions through pod identity instead of the node role
@@ -48,7 +48,7 @@ class EksClusterArgs:
     region: str
     platform: Platform
     private_subnet_ids: pulumi.Input[list[str]]
-    system_nodes: SystemNodes  # sized from the plan (sizing/planning/system_nodes.py)
+    system_nodes: SystemNodePlan  # plan.platform.system_nodes (sized by sizing/planning/system_nodes.py)
     public_access_cidrs: list[str] = field(default_factory=list)
     admin_principal_arns: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)

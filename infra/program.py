@@ -30,7 +30,6 @@ from infra.registry import upstreams_needed
 from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
 from sizing.catalog.lookup import Catalog
 from sizing.plan import Plan
-from sizing.planning.system_nodes import size_system_nodes
 from sizing.stack import Stack
 
 try:  # the Kubernetes side (issue 6) lives in its own module; the AWS side stands without it
@@ -102,11 +101,10 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
                             for az in azs})
     az_ids = [] if d.vpc_id else choose_az_ids(plan, offered, region_az_ids, platform.max_azs)
     network = Network(name, NetworkArgs(
-        name=name, region=plan.region, vpc_cidr=d.vpc_cidr, az_ids=az_ids, nat_gateways=platform.nat_gateways,
+        name=name, region=plan.region, vpc_cidr=d.vpc_cidr, az_ids=az_ids, nat_gateways=plan.platform.nat_gateways,
         tags=tags, vpc_id=d.vpc_id, private_subnet_ids=d.private_subnet_ids, public_subnet_ids=d.public_subnet_ids))
 
-    system_nodes = size_system_nodes(list(plan.pools), platform.system_node_instance_type, plan.region,
-                                     platform.system_node_count)
+    system_nodes = plan.platform.system_nodes  # sized once by the planner (sizing/planning/system_nodes.py)
     cluster = EksCluster(name, EksClusterArgs(
         region=plan.region, platform=platform, private_subnet_ids=network.cluster_subnet_ids,
         system_nodes=system_nodes,

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sizing.errors import SpecError
+from sizing.spec import HardwareSpec, WorkloadSpec
 
 # 2 (issue 14): model_cache_gib_per_node is the WHOLE checkpoint + headroom on every node (was the
 # stage's share), checkpoint_gib the checkpoint pool.vllm.model really is, root_volume_gib excludes the
@@ -112,6 +113,7 @@ class Pool(_M):
     root_volume_gib: int = 0  # root EBS volume per GPU node: OS + image (+ one model copy without instance store)
     cpu_millicores_per_replica: int = 0  # pod CPU request: the node's allocatable vCPUs split between its replicas
     memory_mib_per_replica: int = 0  # pod memory request, likewise (per node for a multi-node replica)
+    goodput_scale: float = 1.0  # measured ÷ predicted goodput from the user's calibration overlay (1: none)
     vllm: VllmSettings
     per_replica: PerReplica
 
@@ -179,6 +181,26 @@ class Rejection(_M):
     detail: str
 
 
+class SystemNodePlan(_M):
+    """The CPU system node group (router, KEDA, Prometheus, add-ons), sized by the planner from the
+    system pods' requests (sizing/planning/system_nodes.py)."""
+
+    instance_type: str
+    desired: int  # nodes the system pods' requests need (at least llmcap:deployment.system_node_count)
+    min_size: int
+    max_size: int  # the Cluster Autoscaler may grow the group to this
+    root_volume_gib: int  # per node: every system image + margin, GiB
+    cpu_m_requested: int  # all system pods' CPU requests, millicores (total)
+    memory_mib_requested: int  # all system pods' memory requests, MiB (total)
+
+
+class PlatformPlan(_M):
+    """The platform around the GPU pools, resolved once by the planner and read by infra/ as is."""
+
+    system_nodes: SystemNodePlan
+    nat_gateways: int  # NAT gateways of the VPC llmcap creates (one per AZ used, capped); 0 with your own VPC
+
+
 class Plan(_M):
     schema_version: int = SCHEMA_VERSION
     stack: str
@@ -186,8 +208,9 @@ class Plan(_M):
     model: str
     strategy: str
     purchase: str
-    workload: dict[str, Any]  # the validated WorkloadSpec, as JSON
-    hardware: dict[str, Any]
+    workload: WorkloadSpec  # the stack's validated workload (read by every renderer, infra and the diff)
+    hardware: HardwareSpec
+    platform: PlatformPlan
     demand: dict[str, Any]  # how demand was derived (users × tokens/s, or rate × output tokens)
     pools: list[Pool]
     totals: Totals

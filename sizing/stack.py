@@ -260,3 +260,19 @@ def load_stack(path: str | Path, sets: list[str] | None = None) -> Stack:
     if sets:
         config = apply_overrides(config, sets)
     return stack_from_config(stack_name(p), config, str(p))
+
+
+def config_from_text(text: str, source: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise SpecError(f"{source}: not valid YAML") from None
+    doc = doc or {}
+    if not isinstance(doc, dict):
+        raise SpecError(f"{source}: a stack file is a mapping with a `config:` key")
+    config = doc.get("config") or {}
+    if not isinstance(config, dict):
+        raise SpecError(f"{source}: `config:` must be a mapping")
+    return config

@@ -25,7 +25,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 import sizing.adapters.aws as aws
 from sizing.adapters.aws import AwsClients, aws_errors, instance_row, refresh_catalog
-from sizing.catalog.lookup import BUNDLED_DIR, Catalog
+from sizing.catalog.lookup import Catalog
+from sizing.catalog.paths import BUNDLED_DIR
 from sizing.errors import LlmcapError
 from tests.aws_support import add_get_products, moto_url, price_list_entry, stub_client
 

@@ -10,7 +10,7 @@ from typing import Any
 from infra.manifests import kubernetes_objects
 from infra.render import RenderResult, render_stack, resources_document
 from sizing.catalog.lookup import load_catalog
-from sizing.cli.plan_cmd import plan_for
+from sizing.planning.planner import plan_for
 from sizing.stack import load_stack
 
 ROOT = Path(__file__).resolve().parents[1]

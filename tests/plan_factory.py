@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sizing.plan import PerReplica, Plan, Pool, Totals, VllmSettings
+from sizing.plan import PerReplica, Plan, PlatformPlan, Pool, SystemNodePlan, Totals, VllmSettings
 
 
 def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu: str = "L4",
@@ -53,7 +53,10 @@ def make_plan(pools: list[Pool] | None = None, stack: str = "dev", region: str =
     usd_h = sum(p.usd_per_hour for p in pools)
     fields: dict[str, Any] = dict(
         stack=stack, region=region, model=pools[0].vllm.model, strategy="auto", purchase="on-demand",
-        workload={"model": pools[0].vllm.model}, hardware={"strategy": "auto"},
+        hardware={"strategy": "auto"},
+        platform=PlatformPlan(system_nodes=SystemNodePlan(instance_type="m7i.large", desired=2, min_size=2, max_size=3,
+                                                          root_volume_gib=40, cpu_m_requested=1500,
+                                                          memory_mib_requested=3000), nat_gateways=2),
         demand={"output_tokens_per_s": 3000.0}, pools=pools,
         totals=Totals(gpus=sum(p.instances_desired * p.gpus_per_instance for p in pools),
                       instances=sum(p.instances_desired for p in pools), usd_per_hour=usd_h,
@@ -63,5 +66,8 @@ def make_plan(pools: list[Pool] | None = None, stack: str = "dev", region: str =
                       all_in_usd_per_million_output_tokens=0.55, utilization=0.8,
                       demand_output_tokens_per_s=3000.0, capacity_output_tokens_per_s=3600.0),
     )
+    # a valid WorkloadSpec; a test's `workload=` overrides some of its keys (Plan.workload is typed)
+    fields["workload"] = {"model": pools[0].vllm.model, "prompt_tokens": 1024, "output_tokens": 256,
+                          "traffic": {"concurrent_users": 100}, **overrides.pop("workload", {})}
     fields.update(overrides)
     return Plan(**fields)

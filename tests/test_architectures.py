@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from sizing.catalog.architectures import ArchitectureError, derived, read_config
 from sizing.catalog.hf_config import model_from_config_file
-from sizing.catalog.lookup import Catalog, ModelArch
+from sizing.catalog.lookup import Catalog
+from sizing.catalog.records import ModelArch
 from sizing.cli.app import app
 from sizing.perf.memory import (
     kv_bytes_per_token_by_layer_kind,

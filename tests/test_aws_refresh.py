@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from sizing.adapters.aws import AwsClients, instance_row, on_demand_usd_from_price_list, refresh_catalog
-from sizing.catalog.lookup import BUNDLED_DIR, Catalog
+from sizing.catalog.lookup import Catalog
+from sizing.catalog.paths import BUNDLED_DIR
 from tests.aws_support import add_get_products, moto_url, price_list_entry, set_dummy_aws_env, stub_client
 
 REGION = "us-east-1"

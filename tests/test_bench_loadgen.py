@@ -44,7 +44,9 @@ def test_closed_loop_matches_injected_ttft_itl_and_throughput(server: FakeServer
     w = workload(output=20, users=4)
     recs = run_load(Target(server.url, "fake-model"), RequestFactory(w), "concurrency", 4,
                     RunLimits(duration_s=2.0, request_timeout_s=10))
-    m = aggregate(recs, mode="concurrency", load=4, duration_s=2.0, slo_ttft_ms=400, slo_itl_ms=20)
+    # SLOs 5x the injected latencies: every request meets them even on a loaded 2-core machine (scheduling
+    # jitter put a request's ITL p95 past a 2x target), so the last assert tests the counting, not the clock
+    m = aggregate(recs, mode="concurrency", load=4, duration_s=2.0, slo_ttft_ms=1000, slo_itl_ms=50)
     assert m.errors == 0 and m.completed == len(recs) == server.requests, m.error_kinds
     assert near(m.ttft_ms.p50, 200) and near(m.ttft_ms.p95, 200, TIMING_TOLERANCE_P95), m.ttft_ms
     assert near(m.itl_ms.p50, 10) and near(m.itl_ms.p95, 10, TIMING_TOLERANCE_P95), m.itl_ms

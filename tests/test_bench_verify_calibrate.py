@@ -16,7 +16,6 @@ from sizing.perf.overlay import (
     ENV_VAR,
     Overlay,
     OverlayEntry,
-    applied_goodput_scale,
     load_overlay,
     overlay_path,
 )
@@ -111,7 +110,9 @@ def test_calibrate_writes_measured_over_predicted_and_leaves_bundled_data(tmp_pa
 
 
 def test_calibrate_divides_out_a_scale_the_plan_already_applied(tmp_path: Path) -> None:
-    plan = make_plan(assumptions=["calibration overlay: goodput × 0.800 for L4/vllm/meta-llama/Meta-Llama-3-8B-"
+    # the scale travels as Pool.goodput_scale (the assumption line is prose for people, not read back)
+    plan = make_plan(pools=[make_pool().model_copy(update={"goodput_scale": 0.8})],
+                     assumptions=["calibration overlay: goodput × 0.800 for L4/vllm/meta-llama/Meta-Llama-3-8B-"
                                   "Instruct from /x.json: measured 720 vs predicted 900 output tokens/s per replica"])
     # the plan's 900 tokens/s per replica already includes × 0.8: the bundled prediction is 1,125
     res = make_results(plan, calibration_runs(0.6 * 1125 * 5), replicas=5)
@@ -145,7 +146,6 @@ def test_overlay_file_handling(tmp_path: Path, overlay_file: Path) -> None:
     ov.save()
     got = load_overlay().goodput_scale("L4", "vllm", "m/x")
     assert got is not None and got[0] == 0.8 and len(load_overlay().entries) == 1
-    assert applied_goodput_scale([f"calibration overlay: {got[1]}"], "L4", "vllm", "m/x") == 0.8
     assert load_overlay().goodput_scale("A10G", "vllm", "m/x") is None
     overlay_file.write_text("{not json")
     with pytest.raises(SpecError, match="fix or delete it"):

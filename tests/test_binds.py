@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from sizing.catalog.lookup import load_catalog
 from sizing.cli.app import app
 from sizing.perf.binding import LABELS
-from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, goodput
+from sizing.perf.goodput import goodput
+from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop
 from sizing.stack import load_stack
 
 ROOT = Path(__file__).resolve().parents[1]

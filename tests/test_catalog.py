@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sizing.catalog.lookup import BUNDLED_DIR, load_catalog
+from sizing.catalog.lookup import load_catalog
+from sizing.catalog.paths import BUNDLED_DIR
 from sizing.errors import CatalogLookupError
 
 CSVS = sorted(BUNDLED_DIR.glob("*.csv"))

@@ -226,7 +226,7 @@ def test_preview_stops_with_one_line_when_the_stack_file_changed_or_has_no_saved
 def _changed_catalog(cache: Path, saved: SavedPlan) -> None:
     """What a `llmcap catalog refresh` could bring: the planned instance type 3× dearer and offered in
     one AZ fewer, every other type as bundled."""
-    from sizing.catalog.lookup import BUNDLED_DIR
+    from sizing.catalog.paths import BUNDLED_DIR
 
     cache.mkdir(parents=True)
     planned = {p.instance_type for p in saved.plan.pools}

@@ -73,7 +73,7 @@ def test_fp8_on_ampere_is_labelled_weight_only() -> None:
 
 def test_diff_defaults_to_a_table_in_a_terminal_and_markdown_when_piped(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from sizing.cli.plan_cmd import plan_for
+    from sizing.planning.planner import plan_for
 
     (tmp_path / "a.json").write_text(plan_for(Path(DEV)).to_json())
     (tmp_path / "b.json").write_text(plan_for(Path(DEV), ["workload.traffic.concurrent_users=200"]).to_json())

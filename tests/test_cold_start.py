@@ -9,9 +9,9 @@ import pytest
 
 from sizing.analysis.compare import cold_start_s
 from sizing.catalog.platform import number
-from sizing.cli.plan_cmd import plan_for
 from sizing.perf.cold_start import cold_start
 from sizing.perf.memory import GIB
+from sizing.planning.planner import plan_for
 
 ROOT = Path(__file__).resolve().parents[1]
 

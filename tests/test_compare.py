@@ -24,7 +24,8 @@ from sizing.errors import SpecError
 from sizing.planning.candidates import evaluate, resize
 from sizing.planning.demand import demand_of
 from sizing.planning.mix import best_mix
-from sizing.planning.planner import plan_stack, search
+from sizing.planning.planner import plan_stack
+from sizing.planning.search import search
 from sizing.stack import Stack, load_stack
 from tests.plan_factory import make_plan, make_pool
 

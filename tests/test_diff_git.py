@@ -214,7 +214,7 @@ def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalo
 
 def test_saved_plans_are_compared_when_the_refs_have_them(repo: Path, monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
-    from sizing.catalog.lookup import BUNDLED_DIR
+    from sizing.catalog.paths import BUNDLED_DIR
 
     write_plans(repo, monkeypatch, "dev", "prod")
     commit_all(repo, "saved plans")

@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from infra.fit import FitContext, check_deployable
-from sizing.catalog.lookup import BUNDLED_DIR, load_catalog
+from sizing.catalog.lookup import load_catalog
+from sizing.catalog.paths import BUNDLED_DIR
 from sizing.cli.app import app
 from sizing.stack import load_stack
 from tests.k8s_support import ROOT, STACK_IDS

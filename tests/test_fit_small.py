@@ -72,7 +72,7 @@ def test_default_max_model_len_serves_longer_than_average_requests() -> None:
     for stack_id in ("dev", "llama70b", "scaleout-l4"):
         result, _ = rendered(stack_id)
         w = result.plan.workload
-        mean_len = w["prompt_tokens"]["mean"] + w["output_tokens"]["mean"]
+        mean_len = w.prompt_tokens.mean + w.output_tokens.mean
         limit = cat.model(result.plan.model).max_position_embeddings
         for pool in result.plan.pools:
             assert pool.vllm.max_model_len > mean_len, f"{stack_id}: {pool.vllm.max_model_len} <= mean {mean_len}"

@@ -19,7 +19,7 @@ from sizing.catalog.lookup import Catalog
 from sizing.planning.candidates import Evaluated, instances_for
 from sizing.planning.demand import demand_of
 from sizing.planning.mix import _replicas, _share, best_mix
-from sizing.planning.planner import search
+from sizing.planning.search import search
 from sizing.stack import stack_from_config
 
 CAT = Catalog()

@@ -11,14 +11,8 @@ from hypothesis import strategies as st
 
 from sizing.catalog.lookup import load_catalog
 from sizing.perf.calibration import CALIBRATION_FILE, PerfModelError, load_calibration
-from sizing.perf.load import (
-    ReplicaConfig,
-    WorkloadShape,
-    estimate_closed_loop,
-    estimate_offline,
-    estimate_open_loop,
-    goodput,
-)
+from sizing.perf.goodput import goodput
+from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_offline, estimate_open_loop
 from sizing.perf.memory import memory_fit
 from sizing.perf.step import build_step_model, compute_peak_tflops
 

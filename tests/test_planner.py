@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from sizing.catalog.lookup import load_catalog
 from sizing.cli.app import app
 from sizing.errors import NoFeasiblePlanError
-from sizing.perf.load import ReplicaConfig, WorkloadShape, goodput
+from sizing.perf.goodput import goodput
+from sizing.perf.load import ReplicaConfig, WorkloadShape
 from sizing.perf.memory import memory_fit
 from sizing.plan import SCHEMA_VERSION, Plan
 from sizing.planning.candidates import size_replicas
@@ -66,8 +67,8 @@ def test_bundled_stacks_plan_consistently(name: str) -> None:
     w = p.workload
     for pool in p.pools:
         r = pool.per_replica
-        assert r.ttft_p95_ms <= w["slo"]["ttft_p95_ms"] + 1e-6, pool.name
-        assert r.itl_p95_ms <= w["slo"]["itl_p95_ms"] + 1e-6, pool.name
+        assert r.ttft_p95_ms <= w.slo.ttft_p95_ms + 1e-6, pool.name
+        assert r.itl_p95_ms <= w.slo.itl_p95_ms + 1e-6, pool.name
         assert pool.replicas == pool.replicas_for_demand + pool.redundancy_replicas
         assert pool.instances_min <= pool.instances_desired <= pool.instances_max
         assert pool.vllm.tensor_parallel_size == pool.tensor_parallel

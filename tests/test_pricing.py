@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
 from sizing.cost.money import HOURS_PER_MONTH
-from sizing.cost.resources import PricingContext, Resource, load_resources, price_resources
+from sizing.cost.resources import load_resources, price_resources
+from sizing.cost.resources.base import PricingContext, Resource
 from sizing.errors import SpecError
 from sizing.plan import CostLine
 from tests.diff_support import cli_app, l4_plan
@@ -137,7 +138,7 @@ def test_rendered_program_is_priced(tmp_path: Path) -> None:
     priced from the catalog; the rest is known-free or shown as not priced by name."""
     pytest.importorskip("pulumi")
     render = pytest.importorskip("infra.render")
-    from sizing.cli.plan_cmd import plan_for
+    from sizing.planning.planner import plan_for
     from sizing.stack import load_stack
 
     stack_file = Path(__file__).parents[1] / "stacks" / "Pulumi.dev.yaml"

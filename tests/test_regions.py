@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog.lookup import BUNDLED_DIR, load_catalog
+from sizing.catalog.lookup import load_catalog
+from sizing.catalog.paths import BUNDLED_DIR
 from sizing.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.catalog.lookup import BUNDLED_DIR, Catalog
+from sizing.catalog.lookup import Catalog
+from sizing.catalog.paths import BUNDLED_DIR
 from sizing.planning.saved_plan import (
     SavedPlan,
     StalePlanError,

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
 from sizing.cli.app import app
-from sizing.perf.load import ReplicaConfig, WorkloadShape, goodput
+from sizing.perf.goodput import goodput
+from sizing.perf.load import ReplicaConfig, WorkloadShape
 from sizing.planning.planner import plan_stack
 from sizing.spec import Slo
 from sizing.stack import load_stack

@@ -34,7 +34,7 @@ def test_every_plan_field_maps_to_its_flag() -> None:
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
 def test_every_flag_emitted_for_a_bundled_stack_is_allowed(path) -> None:  # type: ignore[no-untyped-def]
-    from sizing.cli.plan_cmd import plan_for
+    from sizing.planning.planner import plan_for
     allowed = set(settings.vllm_flags()["flags"])
     for pool in plan_for(path).pools:
         args = serve_args(pool, ModelSource("s3://b/m/", "runai_streamer"), 8000,

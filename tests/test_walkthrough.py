@@ -106,7 +106,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def _prepare_plans(cwd: Path) -> None:
-    from sizing.cli.plan_cmd import plan_for
+    from sizing.planning.planner import plan_for
 
     (cwd / "before.json").write_text(plan_for(Path("stacks/Pulumi.dev.yaml")).to_json())
     (cwd / "after.json").write_text(

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -40,9 +40,12 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from sizing.catalog.lookup import BUNDLED_DIR, USER_CACHE_DIR, Catalog
+from sizing.catalog.paths import BUNDLED_DIR, USER_CACHE_DIR
 from sizing.errors import LlmcapError
-from sizing.plan import Plan
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.plan import Plan
 
 ENDPOINT_ENV = "LLMCAP_AWS_ENDPOINT_URL"
 PRICING_REGION = "us-east-1"  # the Pricing API lives in us-east-1 (also eu-central-1, ap-south-1)

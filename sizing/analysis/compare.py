@@ -18,13 +18,12 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sizing.catalog.lookup import Catalog, ModelArch
 from sizing.cost.money import api_comparison, usd_per_million_tokens, usd_per_month
 from sizing.errors import NoFeasiblePlanError, SpecError
-from sizing.perf.load import Goodput, goodput
-from sizing.plan import Plan, Rejection
+from sizing.perf.goodput import goodput
+from sizing.perf.load import Goodput
 from sizing.planning.candidates import (
     Candidate,
     Evaluated,
@@ -36,9 +35,15 @@ from sizing.planning.candidates import (
 )
 from sizing.planning.demand import Demand, demand_of
 from sizing.planning.mix import TOP_K, best_mix
-from sizing.planning.planner import GoodputScale, default_goodput_scale, plan_stack, search
+from sizing.planning.planner import default_goodput_scale, plan_stack
+from sizing.planning.search import GoodputScale, search
 from sizing.spec import WorkloadSpec
-from sizing.stack import Stack
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import ModelArch
+    from sizing.plan import Plan, Rejection
+    from sizing.stack import Stack
 
 SWEEP_VARS = {
     "users": "concurrent users",

@@ -13,10 +13,7 @@ is one `renamed` stack, not removed + added. Must not import pulumi or boto3.
 
 from __future__ import annotations
 
-import fnmatch
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,7 +22,6 @@ from sizing.errors import LlmcapError, SpecError
 from sizing.plan import CostLine, Plan
 
 DIFF_SCHEMA_VERSION = 1
-DEFAULT_STACKS_GLOB = "stacks/Pulumi.*.yaml"
 Status = Literal["added", "removed", "modified", "unchanged", "renamed"]
 PlanSource = Literal["saved", "re-planned"]
 RENAME_SIMILARITY = 0.6  # difflib ratio of two stack files' text above which a removed + added pair is a rename
@@ -115,8 +111,7 @@ class CostDiff(_M):
 
 def side_from_plan(plan: Plan, ref: str) -> Side:
     t = plan.totals
-    slo = plan.workload.get("slo", {}) or {}
-    traffic = plan.workload.get("traffic", {}) or {}
+    slo, traffic = plan.workload.slo, plan.workload.traffic
     api = min(plan.api_comparison, key=lambda a: a.usd_per_month_same_traffic) if plan.api_comparison else None
     platform = t.platform_usd_per_month
     return Side(
@@ -131,8 +126,8 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
         usd_per_month_max=round(t.usd_per_month_max + platform, 2),
         usd_per_million_output_tokens=t.all_in_usd_per_million_output_tokens,
         demand_output_tokens_per_s=t.demand_output_tokens_per_s,
-        concurrent_users=traffic.get("concurrent_users"), budget_usd_month=plan.budget_usd_month,
-        ttft_p95_ms_slo=slo.get("ttft_p95_ms"), itl_p95_ms_slo=slo.get("itl_p95_ms"),
+        concurrent_users=traffic.concurrent_users, budget_usd_month=plan.budget_usd_month,
+        ttft_p95_ms_slo=slo.ttft_p95_ms, itl_p95_ms_slo=slo.itl_p95_ms,
         cheapest_api=ApiPick(provider=api.provider, model=api.model,
                              usd_per_month_same_traffic=api.usd_per_month_same_traffic,
                              ratio_to_self_hosted=api.ratio_to_self_hosted) if api else None,
@@ -210,104 +205,13 @@ def diff_plans(before: Plan | None, after: Plan | None, base: str = "from", head
     return build_diff(base, head, [sd], source="saved-plans")
 
 
-# ---------------------------------------------------------------- git
-
-
-def _git(args: list[str], cwd: Path) -> str:
-    try:
-        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise SpecError("git is not installed or not on PATH; llmcap diff --base needs it") from None
-    if r.returncode != 0:
-        msg = (r.stderr or r.stdout).strip().splitlines()
-        raise SpecError(f"git {' '.join(args)}: {msg[-1] if msg else 'failed'}")
-    return r.stdout
-
-
-def repo_root(cwd: Path) -> Path:
-    return Path(_git(["rev-parse", "--show-toplevel"], cwd).strip())
-
-
-def _check_ref(ref: str, root: Path) -> None:
-    if ref.startswith("-"):
-        raise SpecError(f"--base/--head {ref!r}: not a git ref")
-    try:
-        _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
-    except SpecError:
-        raise SpecError(f"{ref!r} is not a commit in this repository (in CI, check out with fetch-depth: 0)") from None
-
-
-def _matches(path: str, pattern: str) -> bool:
-    """Glob match with Path.glob's meaning: `*` stays within one folder unless the pattern has `**`."""
-    if "**" not in pattern and path.count("/") != pattern.count("/"):
-        return False
-    return fnmatch.fnmatchcase(path, pattern)
-
-
-def files_at(ref: str | None, root: Path, pattern: str) -> dict[str, str]:
-    """Stack files matching `pattern` (relative to the repo root) at `ref`, or in the working tree
-    when ref is None: path → text."""
-    if ref is None:
-        return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
-                for p in sorted(root.glob(pattern)) if p.is_file()}
-    names = [n for n in _git(["ls-tree", "-r", "--name-only", ref], root).splitlines() if _matches(n, pattern)]
-    return {n: _git(["show", f"{ref}:{n}"], root) for n in names}
-
-
-def saved_plans_at(ref: str | None, root: Path, stack_paths: list[str]) -> dict[str, str]:
-    """The saved plan text of each stack file that has one at `ref` (None = the working tree):
-    stack path → plan text."""
-    from sizing.planning.saved_plan import saved_plan_path
-
-    wanted = {saved_plan_path(p).as_posix(): p for p in stack_paths}
-    if ref is None:
-        return {stack: (root / plan).read_text(encoding="utf-8") for plan, stack in wanted.items()
-                if (root / plan).is_file()}
-    if not wanted:
-        return {}
-    present = _git(["ls-tree", "-r", "--name-only", ref, "--", *sorted(wanted)], root).splitlines()
-    return {wanted[n]: _git(["show", f"{ref}:{n}"], root) for n in present if n in wanted}
-
-
 Planner = Callable[[str, str, str], Plan]
-
-
-def default_planner(catalog_dir: Path | None = None) -> Planner:
-    """Plan a stack from its file text with the bundled calibration only (reproducible)."""
-
-    def plan_text(name: str, text: str, source: str) -> Plan:
-        from sizing.catalog.lookup import load_catalog
-        from sizing.cli.validate_cmd import check_names
-        from sizing.planning.planner import plan_stack
-        from sizing.stack import stack_from_config
-
-        stack = stack_from_config(name, config_from_text(text, source), source)
-        check_names(stack, catalog_dir)
-        return plan_stack(stack, load_catalog(catalog_dir), None, goodput_scale=None)
-
-    return plan_text
-
-
-def config_from_text(text: str, source: str) -> dict[str, Any]:
-    import yaml
-
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise SpecError(f"{source}: not valid YAML") from None
-    doc = doc or {}
-    if not isinstance(doc, dict):
-        raise SpecError(f"{source}: a stack file is a mapping with a `config:` key")
-    config = doc.get("config") or {}
-    if not isinstance(config, dict):
-        raise SpecError(f"{source}: `config:` must be a mapping")
-    return config
 
 
 def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tuple[Side, Any]:
     """A side from the ref's saved plan, checked against the stack file there; (side, SavedPlan or None)."""
     from sizing.planning.saved_plan import StalePlanError, check_current, parse_saved_plan, saved_plan_path
-    from sizing.stack import stack_from_config
+    from sizing.stack import config_from_text, stack_from_config
 
     plan_file = saved_plan_path(path).as_posix()
     try:
@@ -325,6 +229,8 @@ def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tup
 
 def _declared_budget(text: str) -> float | None:
     """The `llmcap:budget_usd_month` a stack file declares, read even when the stack cannot be planned."""
+    from sizing.stack import config_from_text
+
     try:
         v = config_from_text(text, "").get("llmcap:budget_usd_month")
     except LlmcapError:
@@ -332,7 +238,7 @@ def _declared_budget(text: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
 
 
-def _side(planner: Planner, name: str, text: str, ref: str, path: str, plan_text: str | None = None) -> Side:
+def plan_side(planner: Planner, name: str, text: str, ref: str, path: str, plan_text: str | None = None) -> Side:
     if plan_text is not None:
         side = saved_side(name, text, plan_text, ref, path)[0]
     else:
@@ -363,39 +269,6 @@ def pair_renames(removed: dict[str, str], added: dict[str, str]) -> dict[str, st
             pairs[new_path] = same
             del left[same]
     return pairs
-
-
-def diff_refs(base: str, head: str | None, pattern: str = DEFAULT_STACKS_GLOB, cwd: Path | None = None,
-              planner: Planner | None = None) -> CostDiff:
-    """Every stack file matching `pattern` added, removed or changed between base and head
-    (None = the working tree), planned on both sides."""
-    from sizing.stack import stack_name
-
-    root = repo_root(cwd or Path.cwd())
-    _check_ref(base, root)
-    if head is not None:
-        _check_ref(head, root)
-    plan = planner or default_planner()
-    old, new = files_at(base, root, pattern), files_at(head, root, pattern)
-    old_plans, new_plans = saved_plans_at(base, root, sorted(old)), saved_plans_at(head, root, sorted(new))
-    head_label = head or "working tree"
-    renames = pair_renames({p: t for p, t in old.items() if p not in new},
-                           {p: t for p, t in new.items() if p not in old})
-    renamed_old = set(renames.values())
-    out: list[StackDiff] = []
-    same = 0
-    for path in sorted(set(old) | set(new)):
-        if path in renamed_old:
-            continue
-        if old.get(path) == new.get(path) and old_plans.get(path) == new_plans.get(path):
-            same += 1
-            continue
-        name = stack_name(Path(path))
-        was = renames.get(path, path)
-        b = _side(plan, stack_name(Path(was)), old[was], base, was, old_plans.get(was)) if was in old else None
-        a = _side(plan, name, new[path], head_label, path, new_plans.get(path)) if path in new else None
-        out.append(stack_diff(name, path, b, a, renamed_from=was if was != path else None))
-    return build_diff(base, head_label, out, same)
 
 
 def attach_resources(diff: CostDiff, stack: str, lines: list[CostLine]) -> None:

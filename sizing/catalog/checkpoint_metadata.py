@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sizing.catalog.lookup import USER_CACHE_DIR
+from sizing.catalog.paths import USER_CACHE_DIR
 from sizing.user_files import atomic_write_text
 
 CACHE_DIR = USER_CACHE_DIR.parent / "checkpoints"

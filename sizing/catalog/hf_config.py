@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sizing.catalog.lookup import ModelArch
+from sizing.catalog.records import ModelArch
 from sizing.errors import CatalogLookupError
 
 CONFIG_MAX_BYTES = 4 * 2**20  # config.json files are kilobytes; Phi's rope tables make the largest ~10 KB

@@ -16,255 +16,22 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from sizing.catalog.paths import BUNDLED_DIR, USER_CACHE_DIR
+from sizing.catalog.records import (
+    ApiPrice,
+    EngineDefaults,
+    Gpu,
+    Instance,
+    ModelArch,
+    PlatformPrice,
+    PrecisionFormat,
+    Price,
+    flag,
+    model_from_row,
+    opt_float,
+    opt_int,
+)
 from sizing.errors import CatalogLookupError
-
-BUNDLED_DIR = Path(__file__).parent.parent / "data"
-USER_CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llmcap" / "catalog"
-CATALOG_FILES = ("gpus.csv", "instances.csv", "prices.csv", "offerings.csv", "models.csv",
-                 "api_prices.csv", "platform_prices.csv", "precisions.csv", "engines.csv")
-
-
-def _f(v: str) -> float | None:
-    v = (v or "").strip()
-    return float(v) if v else None
-
-
-def _i(v: str) -> int | None:
-    v = (v or "").strip()
-    return int(float(v)) if v else None
-
-
-def _yes(v: str) -> bool:
-    return (v or "").strip().lower() in ("yes", "true", "1")
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU model's datasheet figures. Throughputs are dense (no sparsity), per GPU."""
-
-    name: str
-    architecture: str
-    memory_gib: float
-    memory_bandwidth_gbs: float
-    bf16_dense_tflops: float | None
-    fp16_dense_tflops: float | None
-    fp8_dense_tflops: float | None
-    fp4_dense_tflops: float | None
-    int8_dense_tops: float | None
-    fp8_supported: bool
-    bf16_supported: bool
-    nvlink_bandwidth_gbs: float | None
-    tdp_w: float | None
-    source: str
-    as_of: str
-
-    @property
-    def generation(self) -> str:
-        """Ampere, Ada, Hopper, Blackwell or Turing: the key for fitted efficiencies."""
-        for g in ("Ampere", "Ada", "Hopper", "Blackwell", "Turing"):
-            if self.architecture.lower().startswith(g.lower()):
-                return g
-        return self.architecture.split()[0]
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One EC2 instance size. `gpu_count` may be fractional (g6f: a slice of one L4)."""
-
-    instance_type: str
-    family: str
-    gpu: str
-    gpu_count: float
-    gpu_memory_gib_each: float
-    vcpus: int
-    memory_gib: float
-    local_nvme_gb: int
-    network_gbps: float | None
-    efa: bool
-    gpu_interconnect: str  # "nvlink" or "pcie"
-    source: str
-    as_of: str
-
-    @property
-    def is_fractional(self) -> bool:
-        return self.gpu_count < 1
-
-    @property
-    def whole_gpus(self) -> int:
-        return int(self.gpu_count) if self.gpu_count >= 1 else 0
-
-    @property
-    def is_p_family(self) -> bool:
-        return self.family.startswith("p")
-
-
-@dataclass(frozen=True)
-class Price:
-    instance_type: str
-    region: str
-    purchase: str  # on-demand | spot
-    usd_per_hour: float
-    source: str
-    as_of: str
-
-
-@dataclass(frozen=True)
-class ModelArch:
-    """Architecture facts of one model (from its Hugging Face config.json).
-
-    Parameter counts are in billions (1e9). `head_dim` is None for MLA models.
-    `sliding_window_layers` are 0-based indices of layers that use the window.
-    """
-
-    hf_id: str
-    short_name: str
-    family: str
-    params_total_b: float
-    params_active_b: float
-    num_layers: int
-    hidden_size: int
-    intermediate_size: int | None
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int | None
-    vocab_size: int
-    tie_word_embeddings: bool
-    max_position_embeddings: int
-    attention_kind: str
-    sliding_window: int | None = None
-    sliding_window_layers: tuple[int, ...] = ()
-    mla_kv_lora_rank: int | None = None
-    mla_qk_rope_head_dim: int | None = None
-    mla_qk_nope_head_dim: int | None = None
-    mla_v_head_dim: int | None = None
-    moe_num_experts: int | None = None
-    moe_experts_per_token: int | None = None
-    moe_shared_experts: int | None = None
-    moe_intermediate_size: int | None = None
-    first_k_dense_layers: int | None = None
-    torch_dtype: str | None = None
-    source: str = ""
-    as_of: str = ""
-    # filled by the architecture readers (sizing/catalog/architectures/) for configs and catalog rows alike
-    model_type: str = ""  # the config's model_type (llama, deepseek_v3, gpt_oss, ...)
-    expert_params_b: float | None = None  # all routed experts of all layers, billions
-    native_expert_format: str | None = None  # "mxfp4": the published checkpoint stores experts in MXFP4
-    mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (num_nextn_predict_layers)
-    mtp_params_b: float = 0.0  # their parameters, billions, NOT in params_total_b (loaded only for MTP drafts)
-    checkpoint_quant: str | None = None  # quantization_config.quant_method of the published checkpoint
-    params_source: str = "model card"  # where params_total_b comes from (shown in the plan's assumptions)
-
-    @property
-    def is_moe(self) -> bool:
-        return bool(self.moe_num_experts)
-
-    @property
-    def is_mla(self) -> bool:
-        return self.mla_kv_lora_rank is not None
-
-
-@dataclass(frozen=True)
-class ApiPrice:
-    """A hosted-API price in USD per 1M tokens."""
-
-    model: str
-    provider: str
-    provider_model_id: str
-    input_usd_per_mtok: float
-    output_usd_per_mtok: float
-    source: str
-    as_of: str
-
-
-@dataclass(frozen=True)
-class PlatformPrice:
-    item: str
-    unit: str
-    usd: float
-    region: str
-    source: str
-    as_of: str
-
-
-@dataclass(frozen=True)
-class PrecisionFormat:
-    """How a weight precision is stored and computed (from precisions.csv)."""
-
-    name: str
-    weight_bits: int
-    group_size: int  # 0 = per-channel or none
-    scale_bits: int  # bits of scale (and zero point) per group
-    quantizes_embeddings: bool
-    activation_dtype_native: str  # the tensor-core dtype when natively supported
-    native_activation_archs: tuple[str, ...]
-    supported_archs: tuple[str, ...]  # GPU generations that run it at all (natively or weight-only)
-    fallback_on_other_archs: str  # "weight-only" or "none" (unsupported)
-    needs_prequantized_checkpoint: bool  # AWQ/GPTQ/INT8/FP4 need a quantized checkpoint; FP8 quantizes on load
-    vllm_quantization: str
-    source: str
-    as_of: str
-
-    @property
-    def bytes_per_param(self) -> float:
-        """Bytes per quantized weight including its share of group scales."""
-        extra = self.scale_bits / self.group_size if self.group_size else 0.0
-        return (self.weight_bits + extra) / 8.0
-
-
-@dataclass(frozen=True)
-class EngineDefaults:
-    """A serving engine's defaults and fixed per-GPU memory costs (GiB per GPU)."""
-
-    engine: str
-    default_max_num_seqs: int
-    default_max_num_batched_tokens: int
-    default_gpu_memory_utilization: float
-    cuda_context_gib_per_gpu: float
-    cuda_graphs_gib_per_gpu: float
-    source: str
-    as_of: str
-
-
-def _parse_layers(v: str) -> tuple[int, ...]:
-    v = (v or "").strip().lower()
-    if not v or v == "none":
-        return ()
-    if v.startswith("even"):
-        return ("even",)  # type: ignore[return-value]  # resolved against num_layers below
-    if v.startswith("odd"):
-        return ("odd",)  # type: ignore[return-value]
-    out: list[int] = []
-    for part in v.replace(";", " ").replace(",", " ").split():
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part.isdigit():
-            out.append(int(part))
-    return tuple(out)
-
-
-def _model_from_row(r: dict[str, str]) -> ModelArch:
-    n_layers = int(r["num_layers"])
-    layers = _parse_layers(r.get("sliding_window_layers", ""))
-    if layers and isinstance(layers[0], str):
-        start = 0 if layers[0] == "even" else 1
-        layers = tuple(range(start, n_layers, 2))
-    return ModelArch(
-        hf_id=r["hf_id"], short_name=r["short_name"], family=r["family"],
-        params_total_b=float(r["params_total_b"]), params_active_b=float(r["params_active_b"]),
-        num_layers=n_layers, hidden_size=int(r["hidden_size"]),
-        intermediate_size=_i(r["intermediate_size"]), num_attention_heads=int(r["num_attention_heads"]),
-        num_kv_heads=int(r["num_kv_heads"]), head_dim=_i(r["head_dim"]), vocab_size=int(r["vocab_size"]),
-        tie_word_embeddings=_yes(r["tie_word_embeddings"]),
-        max_position_embeddings=int(r["max_position_embeddings"]), attention_kind=r["attention_kind"],
-        sliding_window=_i(r["sliding_window"]), sliding_window_layers=layers,
-        mla_kv_lora_rank=_i(r["mla_kv_lora_rank"]), mla_qk_rope_head_dim=_i(r["mla_qk_rope_head_dim"]),
-        mla_qk_nope_head_dim=_i(r["mla_qk_nope_head_dim"]), mla_v_head_dim=_i(r["mla_v_head_dim"]),
-        moe_num_experts=_i(r["moe_num_experts"]), moe_experts_per_token=_i(r["moe_experts_per_token"]),
-        moe_shared_experts=_i(r["moe_shared_experts"]), moe_intermediate_size=_i(r["moe_intermediate_size"]),
-        first_k_dense_layers=_i(r["first_k_dense_layers"]), torch_dtype=r["torch_dtype"] or None,
-        source=r["source"], as_of=r["as_of"],
-    )
 
 
 def _norm(s: str) -> str:
@@ -320,11 +87,12 @@ class Catalog:
             out[r["gpu"]] = Gpu(
                 name=r["gpu"], architecture=r["architecture"], memory_gib=float(r["memory_gib"]),
                 memory_bandwidth_gbs=float(r["memory_bandwidth_gbs"]),
-                bf16_dense_tflops=_f(r["bf16_dense_tflops"]), fp16_dense_tflops=_f(r["fp16_dense_tflops"]),
-                fp8_dense_tflops=_f(r["fp8_dense_tflops"]), fp4_dense_tflops=_f(r["fp4_dense_tflops"]),
-                int8_dense_tops=_f(r["int8_dense_tops"]), fp8_supported=_yes(r["fp8_supported"]),
-                bf16_supported=_yes(r["bf16_supported"]), nvlink_bandwidth_gbs=_f(r["nvlink_bandwidth_gbs"]),
-                tdp_w=_f(r["tdp_w"]), source=r["source"], as_of=r["as_of"])
+                bf16_dense_tflops=opt_float(r["bf16_dense_tflops"]),
+                fp16_dense_tflops=opt_float(r["fp16_dense_tflops"]),
+                fp8_dense_tflops=opt_float(r["fp8_dense_tflops"]), fp4_dense_tflops=opt_float(r["fp4_dense_tflops"]),
+                int8_dense_tops=opt_float(r["int8_dense_tops"]), fp8_supported=flag(r["fp8_supported"]),
+                bf16_supported=flag(r["bf16_supported"]), nvlink_bandwidth_gbs=opt_float(r["nvlink_bandwidth_gbs"]),
+                tdp_w=opt_float(r["tdp_w"]), source=r["source"], as_of=r["as_of"])
         return out
 
     @cached_property
@@ -335,8 +103,8 @@ class Catalog:
                 instance_type=r["instance_type"], family=r["family"], gpu=r["gpu"],
                 gpu_count=float(r["gpu_count"]), gpu_memory_gib_each=float(r["gpu_memory_gib_each"]),
                 vcpus=int(r["vcpus"]), memory_gib=float(r["memory_gib"]),
-                local_nvme_gb=_i(r["local_nvme_gb"]) or 0, network_gbps=_f(r["network_gbps"]),
-                efa=_yes(r["efa"]), gpu_interconnect=r["gpu_interconnect"], source=r["source"], as_of=r["as_of"])
+                local_nvme_gb=opt_int(r["local_nvme_gb"]) or 0, network_gbps=opt_float(r["network_gbps"]),
+                efa=flag(r["efa"]), gpu_interconnect=r["gpu_interconnect"], source=r["source"], as_of=r["as_of"])
         return out
 
     @cached_property
@@ -360,13 +128,13 @@ class Catalog:
     def models(self) -> dict[str, ModelArch]:
         from sizing.catalog.architectures import complete
 
-        return {r["hf_id"]: complete(_model_from_row(r)) for r in self._rows("models.csv")}
+        return {r["hf_id"]: complete(model_from_row(r)) for r in self._rows("models.csv")}
 
     @cached_property
     def api_prices(self) -> list[ApiPrice]:
         out = []
         for r in self._rows("api_prices.csv"):
-            i, o = _f(r["input_usd_per_mtok"]), _f(r["output_usd_per_mtok"])
+            i, o = opt_float(r["input_usd_per_mtok"]), opt_float(r["output_usd_per_mtok"])
             if i is None or o is None:
                 continue  # a known gap, kept in the data file as an empty row
             out.append(ApiPrice(r["model"], r["provider"], r["provider_model_id"], i, o, r["source"], r["as_of"]))
@@ -381,12 +149,12 @@ class Catalog:
     def precisions(self) -> dict[str, PrecisionFormat]:
         return {r["precision"]: PrecisionFormat(
             name=r["precision"], weight_bits=int(r["weight_bits"]), group_size=int(r["group_size"] or 0),
-            scale_bits=int(r["scale_bits"] or 0), quantizes_embeddings=_yes(r["quantizes_embeddings"]),
+            scale_bits=int(r["scale_bits"] or 0), quantizes_embeddings=flag(r["quantizes_embeddings"]),
             activation_dtype_native=r["activation_dtype_native"],
             native_activation_archs=tuple(a for a in r["native_activation_archs"].split(";") if a),
             supported_archs=tuple(a for a in r["supported_archs"].split(";") if a),
             fallback_on_other_archs=r["fallback_on_other_archs"],
-            needs_prequantized_checkpoint=_yes(r["needs_prequantized_checkpoint"]),
+            needs_prequantized_checkpoint=flag(r["needs_prequantized_checkpoint"]),
             vllm_quantization=r["vllm_quantization"],
             source=r["source"], as_of=r["as_of"]) for r in self._rows("precisions.csv")}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from functools import lru_cache
 
-from sizing.catalog.lookup import BUNDLED_DIR
+from sizing.catalog.paths import BUNDLED_DIR
 
 
 @lru_cache(maxsize=1)

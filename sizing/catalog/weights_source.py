@@ -9,9 +9,13 @@ Face id or an s3:// URI) for a local model, and refuse with one line otherwise.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, ModelArch
 from sizing.errors import SpecError
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import ModelArch
 
 
 def is_local(model: ModelArch) -> bool:

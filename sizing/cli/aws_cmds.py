@@ -16,20 +16,11 @@ from sizing.errors import CheckFailedError
 
 if TYPE_CHECKING:
     from sizing.adapters.aws import PreflightReport
-    from sizing.plan import Plan
 
 catalog_app = typer.Typer(help="Catalog maintenance: refresh instance specs, prices and offerings from AWS.",
                           no_args_is_help=True)
 
 CatalogOpt = typer.Option(None, "--catalog", help="catalog directory (default: bundled, or the user cache)")
-
-
-def preflight_warnings(plan: Plan, region: str | None = None) -> list[str]:
-    """For `llmcap plan --preflight`: one warning line per check that did not pass; AWS access
-    problems become a single "preflight skipped" warning instead of an error."""
-    from sizing.adapters.aws import preflight_warnings as warnings_of
-
-    return warnings_of(plan, region)
 
 
 @guarded
@@ -43,7 +34,7 @@ def preflight(
 
     Exit 1 when a check fails; exit 2 on missing credentials or denied access."""
     from sizing.adapters.aws import AwsClients, aws_errors, run_preflight
-    from sizing.cli.plan_cmd import plan_for
+    from sizing.planning.planner import plan_for
 
     plan = plan_for(stack_file, catalog=catalog)
     cat = load_catalog(catalog)

@@ -15,9 +15,9 @@ def options_for(stack_files: list[Path], strategies: str | None, sets: list[str]
                 catalog: Path | None) -> list:  # type: ignore[type-arg]
     """One option per stack, or per stack × strategy with --strategies (validated, names checked)."""
     from sizing.analysis.compare import Option
-    from sizing.cli.validate_cmd import check_names
+    from sizing.catalog.names import check_names
     from sizing.errors import SpecError
-    from sizing.planning.planner import STRATEGIES
+    from sizing.planning.search import STRATEGIES
     from sizing.stack import load_stack
 
     strats = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else []

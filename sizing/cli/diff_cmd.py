@@ -22,7 +22,8 @@ def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> Non
     `llmcap render`'s resources.json (STACK= required, or the diff's only stack)."""
     from sizing.analysis.diff import attach_resources
     from sizing.catalog.lookup import load_catalog
-    from sizing.cost.resources import PricingContext, load_resources, price_resources
+    from sizing.cost.resources import load_resources, price_resources
+    from sizing.cost.resources.base import PricingContext
     from sizing.errors import SpecError
 
     cat = load_catalog(catalog)
@@ -50,12 +51,14 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
     import tempfile
 
     from infra.render import render_stack, resources_document  # heavy (pulumi): only with --render
-    from sizing.analysis.diff import attach_resources, config_from_text, files_at, repo_root, saved_plans_at, saved_side
+    from sizing.adapters.git import files_at, repo_root, saved_plans_at
+    from sizing.analysis.diff import attach_resources, saved_side
     from sizing.catalog.lookup import load_catalog
-    from sizing.cost.resources import PricingContext, load_resources, price_resources
+    from sizing.cost.resources import load_resources, price_resources
+    from sizing.cost.resources.base import PricingContext
     from sizing.planning.planner import plan_stack
     from sizing.planning.saved_plan import PinnedCatalog
-    from sizing.stack import stack_from_config, stack_name
+    from sizing.stack import config_from_text, stack_from_config, stack_name
 
     cat = load_catalog(catalog)
     root = repo_root(Path.cwd())
@@ -148,9 +151,11 @@ def diff(
     ranges, $/1M tokens, SLOs and the hosted-API comparison, as a PR comment, JSON or a table.
     Each side is the ref's saved plan (stacks/Pulumi.<env>.plan.json) where it has one, else planned
     here with the bundled calibration; the output says which."""
-    from sizing.analysis.diff import default_planner, diff_plans, diff_refs
+    from sizing.adapters.git import diff_refs
+    from sizing.analysis.diff import diff_plans
     from sizing.errors import SpecError
     from sizing.plan import load_plan_file
+    from sizing.planning.planner import default_planner
     from sizing.report import diff_views
 
     if from_plan or to_plan:

@@ -11,47 +11,7 @@ import typer
 from sizing.catalog.lookup import load_catalog
 from sizing.cli.common import TableOrJson, console, emit_json, guarded
 from sizing.errors import NoFeasiblePlanError, SpecError
-from sizing.perf.memory import GIB, memory_fit
-from sizing.spec import PRECISIONS
-
-
-def memory_figures(model: str, gpu: str, tp: int, pp: int, precision: str, kv_cache_dtype: str,
-                   prompt_tokens: int, output_tokens: int, engine: str = "vllm",
-                   catalog: Path | None = None) -> dict[str, Any]:
-    """The memory keys of `llmcap estimate --format json` (replica-wide unless named per GPU)."""
-    if precision not in PRECISIONS:
-        raise SpecError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
-    if kv_cache_dtype not in ("auto", "fp8"):
-        raise SpecError(f"--kv-cache-dtype: {kv_cache_dtype!r} is not one of auto, fp8")
-    for name, v, lo in (("--tp", tp, 1), ("--pp", pp, 1), ("--prompt-tokens", prompt_tokens, 1),
-                        ("--output-tokens", output_tokens, 0)):
-        if v < lo:
-            raise SpecError(f"{name}: must be at least {lo} (got {v})")
-    cat = load_catalog(catalog)
-    m = cat.model(model)
-    g = cat.gpu(gpu)
-    if m.num_attention_heads % tp:
-        ok = ", ".join(str(t) for t in (1, 2, 4, 8) if m.num_attention_heads % t == 0)
-        raise SpecError(f"--tp: {m.num_attention_heads} attention heads of {m.hf_id} do not split over {tp} GPUs; "
-                        f"use one of {ok}")
-    fit = memory_fit(cat, m, g.name, precision, tp, pp, prompt_tokens + output_tokens, kv_cache_dtype, engine)
-    return {
-        "model": m.hf_id, "gpu": g.name, "tp": tp, "pp": pp, "precision": precision,
-        "kv_cache_dtype": kv_cache_dtype, "engine": engine,
-        "weights_gib": round(fit.weights_gib, 3),
-        "weights_gib_per_gpu": round(fit.weights_gib_per_gpu, 3),
-        "kv_cache_bytes_per_token": int(round(fit.kv_cache_bytes_per_token)),
-        "kv_cache_gib_per_sequence": round(fit.kv_cache_bytes_per_sequence / GIB, 4),
-        "kv_cache_gib_available": round(fit.kv_cache_gib_available, 3),
-        "kv_cache_gib_per_gpu": round(fit.kv_cache_gib_per_gpu, 3),
-        "overhead_gib_per_gpu": round(fit.overhead_gib_per_gpu, 3),
-        "gpu_memory_gib_per_gpu": round(fit.gpu_memory_gib_per_gpu, 3),
-        "gpu_memory_utilization": fit.gpu_memory_utilization,
-        "context_tokens": fit.context_tokens,
-        "max_concurrent_sequences": fit.max_concurrent_sequences,
-        "fits": fit.fits,
-        "fit_reason": fit.reason,
-    }
+from sizing.perf.memory import memory_fit
 
 
 def print_table(fig: dict[str, Any]) -> None:
@@ -126,7 +86,7 @@ def estimate(
 ) -> None:
     """Memory and load figures for one replica: weights, KV cache, max sequences, throughput, TTFT and
     ITL at a load, goodput at an SLO, and which bound dominates."""
-    from sizing.cli.estimate_perf import batch_lines, perf_figures
+    from sizing.perf.query import batch_lines, memory_figures, perf_figures
 
     if batch is not None:
         for row in batch_lines(batch, catalog):

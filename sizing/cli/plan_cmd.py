@@ -13,24 +13,6 @@ if TYPE_CHECKING:
     from sizing.plan import Plan
 
 
-def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | None = None,
-             catalog: Path | None = None) -> Plan:
-    """Load, validate and plan a stack file (shared by plan, render, diff, compare, preflight)."""
-    from sizing.catalog.lookup import load_catalog
-    from sizing.cli.validate_cmd import check_names
-    from sizing.errors import SpecError
-    from sizing.planning.planner import STRATEGIES, plan_stack
-    from sizing.stack import load_stack
-
-    if strategy is not None and strategy not in STRATEGIES:
-        raise SpecError(f"--strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
-    stack = load_stack(stack_file, sets)
-    check_names(stack, catalog)
-    p = plan_stack(stack, load_catalog(catalog), strategy)
-    p.warnings.extend(w for w in stack.warnings if w not in p.warnings)
-    return p
-
-
 def _write_saved(stack_file: Path, p: Plan, catalog: Path | None) -> None:
     """Save the plan beside its stack file, with the fingerprint of the stack's spec."""
     from sizing.catalog.lookup import load_catalog
@@ -70,6 +52,7 @@ def plan(
 ) -> None:
     """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
     from sizing.errors import NoFeasiblePlanError, SpecError
+    from sizing.planning.planner import plan_for
 
     if write and (sets or strategy):
         raise SpecError(f"--write saves the plan of {stack_file} as written: put the --set/--strategy change "
@@ -86,7 +69,7 @@ def plan(
     if write:
         _write_saved(stack_file, p, catalog)
     if preflight:
-        from sizing.cli.aws_cmds import preflight_warnings
+        from sizing.adapters.aws import preflight_warnings
 
         p.warnings.extend(preflight_warnings(p, p.region))
     if out:

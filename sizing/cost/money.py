@@ -11,10 +11,15 @@ import csv
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import BUNDLED_DIR, ApiPrice, Catalog
+from sizing.catalog.paths import BUNDLED_DIR
 from sizing.catalog.platform import number
+from sizing.catalog.records import ApiPrice
 from sizing.plan import ApiComparison, CostLine
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
 
 HOURS_PER_MONTH = 730.0
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0

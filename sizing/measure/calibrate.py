@@ -8,11 +8,15 @@ the plan already took from an earlier overlay is divided out, so calibrations do
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sizing.errors import CheckFailedError, SpecError
-from sizing.measure.results import BenchResults
 from sizing.measure.verify import predicted_means
-from sizing.perf.overlay import OverlayEntry, applied_goodput_scale
-from sizing.plan import Plan, Pool
+from sizing.perf.overlay import OverlayEntry
+
+if TYPE_CHECKING:
+    from sizing.measure.results import BenchResults
+    from sizing.plan import Plan, Pool
 
 
 def pick_pool(plan: Plan, name: str | None) -> Pool:
@@ -32,7 +36,7 @@ def entry_from_results(res: BenchResults, plan: Plan, replicas: float, pool_name
     pool = pick_pool(plan, pool_name)
     if replicas <= 0:
         raise SpecError(f"replicas behind the endpoint must be positive (got {replicas})")
-    engine = str(plan.workload.get("engine", "vllm"))
+    engine = plan.workload.engine
     model = pool.vllm.model
     meeting = [r for r in res.runs if r.meets_slo]
     if not meeting:
@@ -42,7 +46,7 @@ def entry_from_results(res: BenchResults, plan: Plan, replicas: float, pool_name
     best = max(meeting, key=lambda r: r.output_tokens_per_s)
     saturated = any(not r.meets_slo and r.load > best.load for r in res.runs)
     measured = best.output_tokens_per_s / replicas
-    already = applied_goodput_scale(plan.assumptions, pool.gpu, engine, model)
+    already = pool.goodput_scale  # the overlay scale this plan already applied (divided out: no compounding)
     predicted = pool.per_replica.goodput_output_tokens_per_s / already
     if predicted <= 0:
         raise SpecError(f"the plan predicts no goodput for pool {pool.name}; nothing to calibrate against")

@@ -25,12 +25,14 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sizing.errors import LlmcapError, SpecError
 from sizing.measure.metrics import RequestRecord
-from sizing.measure.workload import RequestFactory
+
+if TYPE_CHECKING:
+    from sizing.measure.workload import RequestFactory
 
 ERROR_BODY_CHARS = 200  # of an error body or a stream error, kept in the record
 ERROR_BODY_BYTES = 4096  # read of an error body at most

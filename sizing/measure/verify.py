@@ -11,11 +11,14 @@ Each predicted figure also gets its gap in % (measured / predicted - 1).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sizing.errors import SpecError
-from sizing.measure.metrics import RunMetrics
-from sizing.measure.results import BenchResults
-from sizing.plan import Plan
+
+if TYPE_CHECKING:
+    from sizing.measure.metrics import RunMetrics
+    from sizing.measure.results import BenchResults
+    from sizing.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,12 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sizing.errors import SpecError
-from sizing.spec import TokenLength, WorkloadSpec
+
+if TYPE_CHECKING:
+    from sizing.spec import TokenLength, WorkloadSpec
 
 # Very common English words, chosen because BPE vocabularies (GPT-2/cl100k-style, Llama-3, Mistral)
 # hold each, with its leading space, as one token. Not checked against every tokenizer here: when the

@@ -18,9 +18,12 @@ communication, from sizing.perf.load). Latencies in ms, per replica. Imports onl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog
 from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
 
 LABELS = {
     "itl-tail": "ITL p95 tail",

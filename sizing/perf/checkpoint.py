@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sizing.catalog.checkpoint_metadata import METADATA_SOURCE, _is_hub_id, cached_metadata, fetch_metadata
-from sizing.catalog.lookup import Catalog, ModelArch, PrecisionFormat, load_catalog
+from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.catalog.platform import number
 from sizing.perf.memory import GIB
+
+if TYPE_CHECKING:
+    from sizing.catalog.records import ModelArch, PrecisionFormat
 
 
 def checkpoint_bytes(model: ModelArch, precision: str = "bf16", repo_id: str | None = None,

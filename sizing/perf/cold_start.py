@@ -18,10 +18,13 @@ how the weights are loaded (infra.weights.loading_mode), else it is inferred fro
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sizing.catalog.platform import number
 from sizing.perf.memory import GIB
-from sizing.plan import Pool
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog
 from sizing.perf.calibration import load_calibration
 from sizing.perf.load import (
     Goodput,
@@ -21,6 +21,9 @@ from sizing.perf.load import (
     estimate_closed_loop,
     estimate_open_loop,
 )
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
 
 Targets = tuple[tuple[str, str, float], ...]  # (metric ttft|itl|tpot|e2e, percentile p50|p90|p95|p99, ms)
 

@@ -29,13 +29,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, ModelArch
 from sizing.errors import CatalogLookupError
 from sizing.perf.calibration import load_calibration
 from sizing.perf.memory import GIB, MemoryFit, memory_fit
 from sizing.perf.step import StepModel, build_step_model, overlap
-from sizing.spec import WorkloadSpec
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import ModelArch
+    from sizing.spec import WorkloadSpec
 
 P95_Z = 1.645  # standard-normal 95th percentile, for a prompt-length cv from (mean, p95)
 Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}  # standard-normal quantiles
@@ -620,7 +624,5 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     return replace(est, output_tokens_per_s=n * shape.output_tokens / makespan, **tails, **tp)
 
 
-from sizing.perf.goodput import goodput  # noqa: E402  (re-exported: the public API lives in sizing.perf.load)
-
 __all__ = ["Goodput", "LoadEstimate", "ReplicaConfig", "WorkloadShape", "estimate_burst", "estimate_closed_loop",
-           "estimate_offline", "estimate_open_loop", "goodput"]
+           "estimate_offline", "estimate_open_loop"]

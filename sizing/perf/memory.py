@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, EngineDefaults, ModelArch, PrecisionFormat
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import EngineDefaults, ModelArch, PrecisionFormat
 
 GIB = 2**30
 KV_BYTES = {"fp8": 1.0}

@@ -11,7 +11,6 @@ sizing/data are never written. Imports only pydantic and the standard library.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,8 +22,8 @@ from sizing.user_files import atomic_write_text
 
 OVERLAY_SCHEMA_VERSION = 1
 ENV_VAR = "LLMCAP_CALIBRATION_OVERLAY"
-# The note starts with this; `applied_goodput_scale` reads the scale back from a plan's assumptions
-# (the planner writes it as "calibration overlay: <note>").
+# The note starts with this (the planner writes it into the plan's assumptions as "calibration overlay:
+# <note>"); the scale itself travels as Pool.goodput_scale, which `llmcap calibrate` divides out.
 NOTE_PREFIX = "goodput × "
 
 
@@ -144,18 +143,3 @@ def load_overlay(path: str | Path | None = None) -> Overlay:
         raise SpecError(f"{p}: overlay schema_version {ov.schema_version}; this llmcap reads {OVERLAY_SCHEMA_VERSION}")
     ov.path = str(p)
     return ov
-
-
-_APPLIED = re.compile(re.escape(NOTE_PREFIX) + r"([0-9.]+) for (\S+/\S+/\S+) from ")
-
-
-def applied_goodput_scale(assumptions: list[str], gpu: str, engine: str, model: str) -> float:
-    """The overlay scale a plan already applied to this (gpu, engine, model), from its assumptions; 1.0 if none.
-
-    calibrate divides it out so a second calibration does not compound the first."""
-    want = f"{gpu}/{engine}/{model}".lower()
-    for a in assumptions:
-        m = _APPLIED.search(a)
-        if m and "calibration overlay" in a and m.group(2).lower() == want:
-            return float(m.group(1))
-    return 1.0

@@ -41,16 +41,18 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sizing.catalog.lookup import Catalog
 from sizing.catalog.platform import number
 from sizing.perf.calibration import load_calibration
 from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, _engine_limits
 from sizing.perf.memory import GIB
-from sizing.perf.step import StepModel
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.perf.step import StepModel
 
 P95_Z = 1.6448536269514722  # standard-normal 95th percentile
 QUANTILES = (50, 90, 95, 99)

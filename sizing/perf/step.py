@@ -31,8 +31,8 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, Gpu, ModelArch, PrecisionFormat
 from sizing.perf.calibration import HBM_MIN_BANDWIDTH_GBS, Calibration, PerfModelError, pcie_bandwidth_gbs
 from sizing.perf.memory import (
     embedding_params,
@@ -42,6 +42,10 @@ from sizing.perf.memory import (
     kv_replication_factor,
     weight_bytes_per_replica,
 )
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import Gpu, ModelArch, PrecisionFormat
 
 GB = 1e9
 _PEAK_FIELD = {"fp8": "fp8_dense_tflops", "int8": "int8_dense_tops", "fp4": "fp4_dense_tflops",

@@ -20,8 +20,12 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import BUNDLED_DIR, Instance
+from sizing.catalog.paths import BUNDLED_DIR
+
+if TYPE_CHECKING:
+    from sizing.catalog.records import Instance
 
 ALLOCATABLE_FILE = "node_allocatable.csv"
 DAEMONSETS_FILE = "node_daemonsets.csv"

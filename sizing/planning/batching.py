@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, ModelArch
 from sizing.perf.binding import LABELS
 from sizing.perf.calibration import load_calibration
-from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, _engine_limits, estimate_closed_loop, goodput
+from sizing.perf.goodput import goodput
+from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, _engine_limits, estimate_closed_loop
 from sizing.planning.candidates import Evaluated, resize
-from sizing.planning.demand import Demand
-from sizing.spec import WorkloadSpec
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import ModelArch
+    from sizing.planning.demand import Demand
+    from sizing.spec import WorkloadSpec
 
 # chunked-prefill budgets searched (tokens per step); vLLM's default for online serving is 8192
 # (sizing/data/engines.csv). Each must be ≥ max_num_seqs for decodes to fit: smaller ones are skipped.

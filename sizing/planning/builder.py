@@ -3,11 +3,11 @@ comparison, alternatives, warnings and assumptions; and the infeasible-workload 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sizing.catalog.lookup import Catalog, ModelArch
 from sizing.catalog.platform import number, setting
 from sizing.cost.money import (
     HOURS_PER_MONTH,
@@ -23,16 +23,21 @@ from sizing.perf.checkpoint import checkpoint_facts, checkpoint_size
 from sizing.perf.cold_start import cold_start
 from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.perf.memory import GIB
-from sizing.plan import Alternative, PerReplica, Plan, Pool, Totals, VllmSettings
+from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, SystemNodePlan, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
 from sizing.planning.batching import BUDGETS
-from sizing.planning.candidates import Evaluated, instances_for
+from sizing.planning.candidates import Evaluated, instances_for, strategy_of
 from sizing.planning.demand import Demand, demand_of
 from sizing.planning.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
 from sizing.planning.node_storage import cache_fits_nvme, model_cache_gib, root_volume_gib
 from sizing.planning.purchase import cheapest_for_mixed_purchase, split, spot_notes
+from sizing.planning.search import cost_key, search
 from sizing.planning.system_nodes import nat_gateway_count, size_system_nodes
-from sizing.stack import Stack
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import ModelArch
+    from sizing.stack import Stack
 
 REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint", "unsupported-precision",
                 "no-price", "bad-parallelism", "not-offered", "fractional-gpu", "no-gpu-specs")
@@ -106,6 +111,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         model_cache_gib_per_node=round(cache_gib, 3),
         root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store),
         cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
+        goodput_scale=ev.goodput_scale,
         vllm=VllmSettings(
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
@@ -208,7 +214,7 @@ def _alternatives(chosen_usd_h: float, chosen_key: tuple[str, str, int, int] | N
     searches = [main] + list(others.values())
     for s in searches:
         for ev in sorted(s.feasible, key=lambda e: e.usd_per_hour):
-            strat = "scale-up" if ev.cand.instance.is_p_family else "scale-out"
+            strat = strategy_of(ev.cand.instance)
             key = (strat, ev.cand.instance.gpu)
             if key in seen:
                 continue
@@ -347,7 +353,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     chosen_key = (best.cand.instance.instance_type, best.cand.precision, best.cand.tp, best.cand.pp)
     return Plan(
         stack=stack.name, region=stack.region, model=model.hf_id, strategy=strategy, purchase=hw.purchase,
-        workload=w.model_dump(mode="json"), hardware=hw.model_dump(mode="json"),
+        workload=w, hardware=hw,
+        platform=PlatformPlan(system_nodes=SystemNodePlan(**dataclasses.asdict(system)), nat_gateways=nat),
         demand={**demand.as_dict(), "requests_per_s_planned": round(rps, 4),
                 "input_tokens_per_s": round(in_tps, 2)},
         pools=pools, totals=totals, cost_lines=gpu_lines + plat, api_comparison=apis,
@@ -394,8 +401,6 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
                      demand: Demand) -> NoFeasiblePlanError:
     """Why nothing is feasible (per GPU type) and the cheapest nearby changes that work, each re-planned
     and priced: a relaxed SLO, another precision (with a checkpoint where it needs one), more GPUs."""
-    from sizing.planning.planner import search
-
     problems = condensed_problems(main.rejections)
     if not problems:
         problems = ["no instance type is allowed by the hardware section in this region"]
@@ -406,12 +411,11 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
         # the demand follows the SLO when tokens/s per user defaults to 1000 / ITL
         # priced as plan_stack prices it: the finalists' batching flags tuned and simulated
         from sizing.planning.batching import tune_finalists
-        from sizing.planning.planner import _cost_key
 
         d2 = demand_of(w2)
         found = search(cat, model, w2, hw2, stack.region, strat, d2).feasible
-        tuned = tune_finalists(cat, model, w2, d2, found, hw2.redundancy, _cost_key) if found else []
-        return min(tuned, key=_cost_key) if tuned else None
+        tuned = tune_finalists(cat, model, w2, d2, found, hw2.redundancy, cost_key) if found else []
+        return min(tuned, key=cost_key) if tuned else None
 
     def add(change: str, setting: dict[str, Any], ev: Evaluated | None) -> bool:
         if ev is None:

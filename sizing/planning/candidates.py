@@ -12,18 +12,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, Instance, ModelArch
-from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, goodput
+from sizing.perf.goodput import goodput
+from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape
 from sizing.perf.memory import MemoryFit, memory_fit
 from sizing.plan import Rejection
-from sizing.planning.demand import Demand
-from sizing.spec import HardwareSpec, WorkloadSpec
 
 if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import Instance, ModelArch
     from sizing.planning.batching import Tuning
+    from sizing.planning.demand import Demand
+    from sizing.spec import HardwareSpec, WorkloadSpec
 
 MAX_NODES_PER_REPLICA = 4  # pipeline stages across nodes the planner will consider
-GoodputFn = Callable[..., Goodput]  # sizing.perf.load.goodput, or a memoised wrapper of it (sweeps)
+GoodputFn = Callable[..., Goodput]  # sizing.perf.goodput.goodput, or a memoised wrapper of it (sweeps)
 
 
 @dataclass(frozen=True)
@@ -117,13 +119,14 @@ def replicas_with_spares(cand: Candidate, replicas_for_demand: int, redundancy: 
     return (math.ceil(replicas_for_demand / rpi) + redundancy) * rpi
 
 
-def strategy_allows(strategy: str, inst: Instance) -> bool:
+def strategy_of(inst: Instance) -> str:
     """scale-up = the P family (A100/H100/H200/B200); scale-out = the G family (L4/A10G/L40S...)."""
-    if strategy == "scale-up":
-        return inst.is_p_family
-    if strategy == "scale-out":
-        return not inst.is_p_family
-    return True
+    return "scale-up" if inst.is_p_family else "scale-out"
+
+
+def strategy_allows(strategy: str, inst: Instance) -> bool:
+    """Whether `strategy` (auto, mixed, scale-up, scale-out) may use this instance type."""
+    return strategy in ("auto", "mixed") or strategy_of(inst) == strategy
 
 
 def _tp_options(inst: Instance, model: ModelArch) -> list[int]:
@@ -188,7 +191,7 @@ def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, 
              goodput_scale: float = 1.0, goodput_fn: GoodputFn = goodput) -> Evaluated | None:
     """Size one candidate for the demand, or record why it is rejected (None).
 
-    `goodput_fn`: sizing.perf.load.goodput, or a memoised wrapper of it (sweeps); same result."""
+    `goodput_fn`: sizing.perf.goodput.goodput, or a memoised wrapper of it (sweeps); same result."""
     inst = cand.instance
 
     def reject(code: str, detail: str) -> None:

@@ -12,9 +12,12 @@ Two forms, both documented in the README:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from sizing.humanize import num
-from sizing.spec import WorkloadSpec
+
+if TYPE_CHECKING:
+    from sizing.spec import WorkloadSpec
 
 
 @dataclass(frozen=True)

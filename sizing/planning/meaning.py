@@ -13,10 +13,15 @@ Warnings (it plans, but probably not what was meant):
 
 from __future__ import annotations
 
-from sizing.catalog.lookup import Catalog, ModelArch
+from typing import TYPE_CHECKING
+
 from sizing.humanize import num
-from sizing.spec import WorkloadSpec
-from sizing.stack import Stack
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.catalog.records import ModelArch
+    from sizing.spec import WorkloadSpec
+    from sizing.stack import Stack
 
 ITL_SUSPICIOUS_MS = 1.0
 TTFT_SUSPICIOUS_MS = 10.0
@@ -32,7 +37,7 @@ def context_problem(model: ModelArch, w: WorkloadSpec) -> str | None:
 
 
 def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
-    """(errors, warnings) for a stack whose names already resolve (sizing.cli.validate_cmd.check_names)."""
+    """(errors, warnings) for a stack whose names already resolve (sizing.catalog.names.check_names)."""
     w, hw = stack.workload, stack.hardware
     errors: list[str] = []
     warnings: list[str] = []

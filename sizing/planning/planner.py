@@ -10,50 +10,21 @@ keeps its reason. Strategies:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, ModelArch, load_catalog
-from sizing.plan import Plan, Rejection
-from sizing.planning.candidates import Evaluated, enumerate_candidates, evaluate
-from sizing.planning.demand import Demand, demand_of
-from sizing.spec import HardwareSpec, WorkloadSpec
-from sizing.stack import Stack
+from sizing.catalog.lookup import Catalog, load_catalog
+from sizing.planning.candidates import strategy_of
+from sizing.planning.demand import demand_of
+from sizing.planning.search import STRATEGIES, GoodputScale, Search, cost_key, search
 
-STRATEGIES = ("auto", "scale-up", "scale-out", "mixed")
-GoodputScale = Callable[[str, str, str], "tuple[float, str] | None"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
-
-@dataclass
-class Search:
-    """All candidates of one strategy: the feasible ones sized, the rest with reasons."""
-
-    strategy: str
-    feasible: list[Evaluated]
-    rejections: list[Rejection]
-
-    @property
-    def best(self) -> Evaluated | None:
-        return min(self.feasible, key=_cost_key) if self.feasible else None
-
-
-def _cost_key(e: Evaluated) -> tuple[float, int, float]:
-    return (round(e.usd_per_hour, 6), e.gpus, -e.gp.output_tokens_per_s)
-
-
-def search(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, region: str, strategy: str,
-           demand: Demand, scale: GoodputScale | None = None) -> Search:
-    """Evaluate every candidate allowed by `strategy` (mixed searches everything)."""
-    rejections: list[Rejection] = []
-    feasible: list[Evaluated] = []
-    enum_strategy = "auto" if strategy == "mixed" else strategy
-    purchase = "spot" if hw.purchase == "spot" else "on-demand"
-    for cand in enumerate_candidates(cat, model, w, hw, region, enum_strategy, rejections):
-        s = scale(cand.instance.gpu, w.engine, model.hf_id) if scale else None
-        e = evaluate(cat, model, w, hw, region, purchase, demand, cand, rejections, s[0] if s else 1.0)
-        if e is not None:
-            feasible.append(e)
-    return Search(strategy, feasible, rejections)
+    from sizing.catalog.records import ModelArch
+    from sizing.plan import Plan
+    from sizing.spec import WorkloadSpec
+    from sizing.stack import Stack
 
 
 def default_goodput_scale() -> GoodputScale | None:
@@ -97,11 +68,12 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     if tune_batching:
         from sizing.planning.batching import tune_finalists
 
-        main = Search(main.strategy, tune_finalists(cat, model, w, demand, main.feasible, hw.redundancy, _cost_key),
+        main = Search(main.strategy, tune_finalists(cat, model, w, demand, main.feasible, hw.redundancy, cost_key),
                       main.rejections)
     others = {s: search(cat, model, w, hw, stack.region, s, demand, scale)
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {
-        s: Search(s, [e for e in main.feasible if _strategy_of(e) == s], []) for s in ("scale-up", "scale-out")}
+        s: Search(s, [e for e in main.feasible if strategy_of(e.cand.instance) == s], [])
+        for s in ("scale-up", "scale-out")}
     return build_plan(cat, model, stack, strat, main, others, demand, scale)
 
 
@@ -115,6 +87,33 @@ def check_context(model: ModelArch, w: WorkloadSpec) -> None:
         raise SpecError(problem)
 
 
-def _strategy_of(e: Evaluated) -> str:
-    return "scale-up" if e.cand.instance.is_p_family else "scale-out"
+def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | None = None,
+             catalog: Path | None = None) -> Plan:
+    """Load, validate and plan a stack file (shared by plan, render, diff, compare, preflight)."""
+    from sizing.catalog.names import check_names
+    from sizing.errors import SpecError
+    from sizing.stack import load_stack
 
+    if strategy is not None and strategy not in STRATEGIES:
+        raise SpecError(f"--strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    stack = load_stack(stack_file, sets)
+    check_names(stack, catalog)
+    p = plan_stack(stack, load_catalog(catalog), strategy)
+    p.warnings.extend(w for w in stack.warnings if w not in p.warnings)
+    return p
+
+
+def default_planner(catalog_dir: Path | None = None) -> Callable[[str, str, str], Plan]:
+    """A planner of stack files from their text, `(stack name, text, source) -> Plan`, with the bundled
+    calibration only, so both sides of a cost diff plan alike (sizing.analysis.diff.Planner)."""
+
+    def plan_text(name: str, text: str, source: str) -> Plan:
+        from sizing.catalog.lookup import load_catalog
+        from sizing.catalog.names import check_names
+        from sizing.stack import config_from_text, stack_from_config
+
+        stack = stack_from_config(name, config_from_text(text, source), source)
+        check_names(stack, catalog_dir)
+        return plan_stack(stack, load_catalog(catalog_dir), None, goodput_scale=None)
+
+    return plan_text

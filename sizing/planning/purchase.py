@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog
 from sizing.catalog.platform import number
 from sizing.planning.candidates import Evaluated, instances_for
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sizing.catalog.lookup import BUNDLED_DIR, CATALOG_FILES, Catalog, Instance, ModelArch
+from sizing.catalog.lookup import Catalog
+from sizing.catalog.paths import BUNDLED_DIR, CATALOG_FILES
+from sizing.catalog.records import Instance, ModelArch
 from sizing.errors import SpecError
 from sizing.plan import Plan
 from sizing.stack import Stack

@@ -9,10 +9,13 @@ import csv
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import BUNDLED_DIR
+from sizing.catalog.paths import BUNDLED_DIR
 from sizing.catalog.platform import number
-from sizing.plan import Pool
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sizing.analysis.diff import CostDiff, Side, StackDiff
-from sizing.plan import CostLine
 from sizing.report.plan_views import _md_table, money
+
+if TYPE_CHECKING:
+    from sizing.analysis.diff import CostDiff, Side, StackDiff
+    from sizing.plan import CostLine
 
 GITHUB_COMMENT_LIMIT = 65_536
 MARKER = "<!-- llmcap-cost-diff -->"

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sizing.cost.money import HOURS_PER_MONTH
 from sizing.humanize import num, plural, usd
 from sizing.perf.binding import LABELS
 from sizing.perf.cold_start import cold_start
-from sizing.plan import Plan, Pool
+
+if TYPE_CHECKING:
+    from sizing.plan import Plan, Pool
 
 
 def money(x: float | None, digits: int = 0) -> str:
@@ -24,8 +26,7 @@ WIDE_COLUMNS = 150
 
 
 def _slo(plan: Plan) -> tuple[float, float]:
-    slo = plan.workload.get("slo", {})
-    return float(slo.get("ttft_p95_ms", 0)), float(slo.get("itl_p95_ms", 0))
+    return plan.workload.slo.ttft_p95_ms, plan.workload.slo.itl_p95_ms
 
 
 def precision_label(precision: str, gpu: str) -> str:

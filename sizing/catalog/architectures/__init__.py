@@ -16,7 +16,7 @@ from sizing.catalog.architectures import deepseek, dense, gemma, gpt_oss, moe, p
 from sizing.catalog.architectures.base import ArchFields, ArchitectureError
 
 if TYPE_CHECKING:
-    from sizing.catalog.lookup import ModelArch
+    from sizing.catalog.records import ModelArch
 
 Reader = Callable[[dict[str, Any], str, str], ArchFields]
 

@@ -11,33 +11,11 @@ Must not import pulumi or boto3.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from sizing.catalog.lookup import Catalog
+from sizing.cost.resources.base import PriceFn, PricingContext, Resource
 from sizing.errors import SpecError
 from sizing.plan import CostLine
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One resource: its Pulumi type token, logical name, inputs (camelCase) and stack."""
-
-    type: str
-    name: str
-    inputs: dict[str, Any] = field(default_factory=dict)
-    stack: str | None = None  # from the URN, when there is one
-
-
-@dataclass(frozen=True)
-class PricingContext:
-    catalog: Catalog
-    region: str
-
-
-PriceFn = Callable[[Resource, PricingContext], list[CostLine]]
 
 
 def registry() -> dict[str, PriceFn]:
@@ -109,20 +87,3 @@ def price_resources(resources: list[Resource], ctx: PricingContext) -> list[Cost
             lines.append(CostLine(name=f"{r.type} ({r.name})", quantity=1, unit="resource", usd_per_month=None,
                                   source="no pricing rule for this resource type"))
     return lines
-
-
-def hourly_line(name: str, quantity: float, unit: str, usd_per_hour: float | None, source: str) -> CostLine:
-    from sizing.cost.money import HOURS_PER_MONTH
-
-    return CostLine(name=name, quantity=quantity, unit=unit, source=source,
-                    usd_per_month=None if usd_per_hour is None else round(usd_per_hour * quantity * HOURS_PER_MONTH, 2))
-
-
-def platform_price(ctx: PricingContext, item: str) -> float | None:
-    p = ctx.catalog.platform_prices.get(item)
-    return p.usd if p is not None and p.region == ctx.region else None
-
-
-def num(v: Any, default: float | None = None) -> float | None:
-    """A numeric input, or `default` when the preview shows it as unknown or absent."""
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sizing.cost.resources import PricingContext, Resource, num, platform_price
+from sizing.cost.resources.base import PricingContext, Resource, num, platform_price
 from sizing.plan import CostLine
 
 RESOURCE_TYPES = ("aws:ebs/volume:Volume",)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from sizing.cost.resources import PricingContext, Resource, hourly_line, platform_price
-from sizing.plan import CostLine
+from typing import TYPE_CHECKING
+
+from sizing.cost.resources.base import PricingContext, Resource, hourly_line, platform_price
+
+if TYPE_CHECKING:
+    from sizing.plan import CostLine
 
 RESOURCE_TYPES = ("aws:eks/cluster:Cluster",)
 

@@ -4,7 +4,7 @@ the node group sets `diskSize` (gp3)."""
 
 from __future__ import annotations
 
-from sizing.cost.resources import PricingContext, Resource, hourly_line, num, platform_price
+from sizing.cost.resources.base import PricingContext, Resource, hourly_line, num, platform_price
 from sizing.plan import CostLine
 
 RESOURCE_TYPES = ("aws:eks/nodeGroup:NodeGroup",)

@@ -5,7 +5,7 @@ prices them from the plan's node count)."""
 
 from __future__ import annotations
 
-from sizing.cost.resources import PricingContext, Resource, num
+from sizing.cost.resources.base import PricingContext, Resource, num
 from sizing.plan import CostLine
 
 RESOURCE_TYPES = ("aws:ec2/launchTemplate:LaunchTemplate",)

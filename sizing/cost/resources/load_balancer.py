@@ -3,8 +3,12 @@ one). The catalog holds no load-balancer price yet, so they show as not priced."
 
 from __future__ import annotations
 
-from sizing.cost.resources import PricingContext, Resource, hourly_line, platform_price
-from sizing.plan import CostLine
+from typing import TYPE_CHECKING
+
+from sizing.cost.resources.base import PricingContext, Resource, hourly_line, platform_price
+
+if TYPE_CHECKING:
+    from sizing.plan import CostLine
 
 RESOURCE_TYPES = ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer",
                   "kubernetes:core/v1:Service")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sizing.cost.resources import PricingContext, Resource, hourly_line, platform_price
+from sizing.cost.resources.base import PricingContext, Resource, hourly_line, platform_price
 from sizing.plan import CostLine
 
 RESOURCE_TYPES = ("aws:ec2/natGateway:NatGateway",)

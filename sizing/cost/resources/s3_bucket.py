@@ -3,8 +3,12 @@ a usage-based line (not priced). The plan's "Weights storage" line prices the mo
 
 from __future__ import annotations
 
-from sizing.cost.resources import PricingContext, Resource
+from typing import TYPE_CHECKING
+
 from sizing.plan import CostLine
+
+if TYPE_CHECKING:
+    from sizing.cost.resources.base import PricingContext, Resource
 
 RESOURCE_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 

@@ -1,5 +1,6 @@
-"""The load half of `llmcap estimate`: throughput and latency at a load, goodput at an SLO, and the
-`--batch FILE.jsonl` sweep. Figures come from sizing.perf.load; memory figures from estimate.py.
+"""The figures of `llmcap estimate`, shared by its flags and its `--batch FILE.jsonl` sweep: memory
+(`memory_figures`), throughput and latency at a load and goodput at an SLO (`perf_figures`, from
+sizing.perf.load and, on request, the step-level simulation sizing.perf.sim).
 
 Units: ms for latencies, tokens/s and requests/s for the whole replica. Infinite values (an open
 loop rate beyond capacity) are written as null in JSON.
@@ -15,6 +16,7 @@ from typing import Any
 from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.errors import LlmcapError, SpecError
 from sizing.perf.binding import binding
+from sizing.perf.goodput import goodput
 from sizing.perf.load import (
     LoadEstimate,
     ReplicaConfig,
@@ -22,8 +24,49 @@ from sizing.perf.load import (
     estimate_closed_loop,
     estimate_offline,
     estimate_open_loop,
-    goodput,
 )
+from sizing.perf.memory import GIB, memory_fit
+from sizing.spec import PRECISIONS
+
+
+def memory_figures(model: str, gpu: str, tp: int, pp: int, precision: str, kv_cache_dtype: str,
+                   prompt_tokens: int, output_tokens: int, engine: str = "vllm",
+                   catalog: Path | None = None) -> dict[str, Any]:
+    """The memory keys of `llmcap estimate --format json` (replica-wide unless named per GPU)."""
+    if precision not in PRECISIONS:
+        raise SpecError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
+    if kv_cache_dtype not in ("auto", "fp8"):
+        raise SpecError(f"--kv-cache-dtype: {kv_cache_dtype!r} is not one of auto, fp8")
+    for name, v, lo in (("--tp", tp, 1), ("--pp", pp, 1), ("--prompt-tokens", prompt_tokens, 1),
+                        ("--output-tokens", output_tokens, 0)):
+        if v < lo:
+            raise SpecError(f"{name}: must be at least {lo} (got {v})")
+    cat = load_catalog(catalog)
+    m = cat.model(model)
+    g = cat.gpu(gpu)
+    if m.num_attention_heads % tp:
+        ok = ", ".join(str(t) for t in (1, 2, 4, 8) if m.num_attention_heads % t == 0)
+        raise SpecError(f"--tp: {m.num_attention_heads} attention heads of {m.hf_id} do not split over {tp} GPUs; "
+                        f"use one of {ok}")
+    fit = memory_fit(cat, m, g.name, precision, tp, pp, prompt_tokens + output_tokens, kv_cache_dtype, engine)
+    return {
+        "model": m.hf_id, "gpu": g.name, "tp": tp, "pp": pp, "precision": precision,
+        "kv_cache_dtype": kv_cache_dtype, "engine": engine,
+        "weights_gib": round(fit.weights_gib, 3),
+        "weights_gib_per_gpu": round(fit.weights_gib_per_gpu, 3),
+        "kv_cache_bytes_per_token": int(round(fit.kv_cache_bytes_per_token)),
+        "kv_cache_gib_per_sequence": round(fit.kv_cache_bytes_per_sequence / GIB, 4),
+        "kv_cache_gib_available": round(fit.kv_cache_gib_available, 3),
+        "kv_cache_gib_per_gpu": round(fit.kv_cache_gib_per_gpu, 3),
+        "overhead_gib_per_gpu": round(fit.overhead_gib_per_gpu, 3),
+        "gpu_memory_gib_per_gpu": round(fit.gpu_memory_gib_per_gpu, 3),
+        "gpu_memory_utilization": fit.gpu_memory_utilization,
+        "context_tokens": fit.context_tokens,
+        "max_concurrent_sequences": fit.max_concurrent_sequences,
+        "fits": fit.fits,
+        "fit_reason": fit.reason,
+    }
+
 
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
 
@@ -140,7 +183,6 @@ _QUERY_KEYS = {"model", "gpu", "tp", "pp", "precision", "kv_cache_dtype", "engin
 
 def batch_lines(path: Path, catalog: Path | None = None) -> list[dict[str, Any]]:
     """One result per non-empty line of a JSONL file, in order; {"error": ...} where a query fails."""
-    from sizing.cli.estimate_cmd import memory_figures
 
     cat = load_catalog(catalog)
     results: list[dict[str, Any]] = []

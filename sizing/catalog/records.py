@@ -1,0 +1,250 @@
+"""The catalog's typed records (a GPU, an instance type, a price, a model architecture, an API price,
+a platform price, a precision format, an engine's defaults) and the parsing of one CSV row into
+one. Units are in the field names (GB/s, TFLOPS, GiB, USD per hour, USD per 1M tokens)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def opt_float(v: str) -> float | None:
+    v = (v or "").strip()
+    return float(v) if v else None
+
+
+def opt_int(v: str) -> int | None:
+    v = (v or "").strip()
+    return int(float(v)) if v else None
+
+
+def flag(v: str) -> bool:
+    return (v or "").strip().lower() in ("yes", "true", "1")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU model's datasheet figures. Throughputs are dense (no sparsity), per GPU."""
+
+    name: str
+    architecture: str
+    memory_gib: float
+    memory_bandwidth_gbs: float
+    bf16_dense_tflops: float | None
+    fp16_dense_tflops: float | None
+    fp8_dense_tflops: float | None
+    fp4_dense_tflops: float | None
+    int8_dense_tops: float | None
+    fp8_supported: bool
+    bf16_supported: bool
+    nvlink_bandwidth_gbs: float | None
+    tdp_w: float | None
+    source: str
+    as_of: str
+
+    @property
+    def generation(self) -> str:
+        """Ampere, Ada, Hopper, Blackwell or Turing: the key for fitted efficiencies."""
+        for g in ("Ampere", "Ada", "Hopper", "Blackwell", "Turing"):
+            if self.architecture.lower().startswith(g.lower()):
+                return g
+        return self.architecture.split()[0]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One EC2 instance size. `gpu_count` may be fractional (g6f: a slice of one L4)."""
+
+    instance_type: str
+    family: str
+    gpu: str
+    gpu_count: float
+    gpu_memory_gib_each: float
+    vcpus: int
+    memory_gib: float
+    local_nvme_gb: int
+    network_gbps: float | None
+    efa: bool
+    gpu_interconnect: str  # "nvlink" or "pcie"
+    source: str
+    as_of: str
+
+    @property
+    def is_fractional(self) -> bool:
+        return self.gpu_count < 1
+
+    @property
+    def whole_gpus(self) -> int:
+        return int(self.gpu_count) if self.gpu_count >= 1 else 0
+
+    @property
+    def is_p_family(self) -> bool:
+        return self.family.startswith("p")
+
+
+@dataclass(frozen=True)
+class Price:
+    instance_type: str
+    region: str
+    purchase: str  # on-demand | spot
+    usd_per_hour: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """Architecture facts of one model (from its Hugging Face config.json).
+
+    Parameter counts are in billions (1e9). `head_dim` is None for MLA models.
+    `sliding_window_layers` are 0-based indices of layers that use the window.
+    """
+
+    hf_id: str
+    short_name: str
+    family: str
+    params_total_b: float
+    params_active_b: float
+    num_layers: int
+    hidden_size: int
+    intermediate_size: int | None
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int | None
+    vocab_size: int
+    tie_word_embeddings: bool
+    max_position_embeddings: int
+    attention_kind: str
+    sliding_window: int | None = None
+    sliding_window_layers: tuple[int, ...] = ()
+    mla_kv_lora_rank: int | None = None
+    mla_qk_rope_head_dim: int | None = None
+    mla_qk_nope_head_dim: int | None = None
+    mla_v_head_dim: int | None = None
+    moe_num_experts: int | None = None
+    moe_experts_per_token: int | None = None
+    moe_shared_experts: int | None = None
+    moe_intermediate_size: int | None = None
+    first_k_dense_layers: int | None = None
+    torch_dtype: str | None = None
+    source: str = ""
+    as_of: str = ""
+    # filled by the architecture readers (sizing/catalog/architectures/) for configs and catalog rows alike
+    model_type: str = ""  # the config's model_type (llama, deepseek_v3, gpt_oss, ...)
+    expert_params_b: float | None = None  # all routed experts of all layers, billions
+    native_expert_format: str | None = None  # "mxfp4": the published checkpoint stores experts in MXFP4
+    mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (num_nextn_predict_layers)
+    mtp_params_b: float = 0.0  # their parameters, billions, NOT in params_total_b (loaded only for MTP drafts)
+    checkpoint_quant: str | None = None  # quantization_config.quant_method of the published checkpoint
+    params_source: str = "model card"  # where params_total_b comes from (shown in the plan's assumptions)
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.moe_num_experts)
+
+    @property
+    def is_mla(self) -> bool:
+        return self.mla_kv_lora_rank is not None
+
+
+@dataclass(frozen=True)
+class ApiPrice:
+    """A hosted-API price in USD per 1M tokens."""
+
+    model: str
+    provider: str
+    provider_model_id: str
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class PlatformPrice:
+    item: str
+    unit: str
+    usd: float
+    region: str
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class PrecisionFormat:
+    """How a weight precision is stored and computed (from precisions.csv)."""
+
+    name: str
+    weight_bits: int
+    group_size: int  # 0 = per-channel or none
+    scale_bits: int  # bits of scale (and zero point) per group
+    quantizes_embeddings: bool
+    activation_dtype_native: str  # the tensor-core dtype when natively supported
+    native_activation_archs: tuple[str, ...]
+    supported_archs: tuple[str, ...]  # GPU generations that run it at all (natively or weight-only)
+    fallback_on_other_archs: str  # "weight-only" or "none" (unsupported)
+    needs_prequantized_checkpoint: bool  # AWQ/GPTQ/INT8/FP4 need a quantized checkpoint; FP8 quantizes on load
+    vllm_quantization: str
+    source: str
+    as_of: str
+
+    @property
+    def bytes_per_param(self) -> float:
+        """Bytes per quantized weight including its share of group scales."""
+        extra = self.scale_bits / self.group_size if self.group_size else 0.0
+        return (self.weight_bits + extra) / 8.0
+
+
+@dataclass(frozen=True)
+class EngineDefaults:
+    """A serving engine's defaults and fixed per-GPU memory costs (GiB per GPU)."""
+
+    engine: str
+    default_max_num_seqs: int
+    default_max_num_batched_tokens: int
+    default_gpu_memory_utilization: float
+    cuda_context_gib_per_gpu: float
+    cuda_graphs_gib_per_gpu: float
+    source: str
+    as_of: str
+
+
+def parse_layers(v: str) -> tuple[int, ...]:
+    v = (v or "").strip().lower()
+    if not v or v == "none":
+        return ()
+    if v.startswith("even"):
+        return ("even",)  # type: ignore[return-value]  # resolved against num_layers below
+    if v.startswith("odd"):
+        return ("odd",)  # type: ignore[return-value]
+    out: list[int] = []
+    for part in v.replace(";", " ").replace(",", " ").split():
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part.isdigit():
+            out.append(int(part))
+    return tuple(out)
+
+
+def model_from_row(r: dict[str, str]) -> ModelArch:
+    n_layers = int(r["num_layers"])
+    layers = parse_layers(r.get("sliding_window_layers", ""))
+    if layers and isinstance(layers[0], str):
+        start = 0 if layers[0] == "even" else 1
+        layers = tuple(range(start, n_layers, 2))
+    return ModelArch(
+        hf_id=r["hf_id"], short_name=r["short_name"], family=r["family"],
+        params_total_b=float(r["params_total_b"]), params_active_b=float(r["params_active_b"]),
+        num_layers=n_layers, hidden_size=int(r["hidden_size"]),
+        intermediate_size=opt_int(r["intermediate_size"]), num_attention_heads=int(r["num_attention_heads"]),
+        num_kv_heads=int(r["num_kv_heads"]), head_dim=opt_int(r["head_dim"]), vocab_size=int(r["vocab_size"]),
+        tie_word_embeddings=flag(r["tie_word_embeddings"]),
+        max_position_embeddings=int(r["max_position_embeddings"]), attention_kind=r["attention_kind"],
+        sliding_window=opt_int(r["sliding_window"]), sliding_window_layers=layers,
+        mla_kv_lora_rank=opt_int(r["mla_kv_lora_rank"]), mla_qk_rope_head_dim=opt_int(r["mla_qk_rope_head_dim"]),
+        mla_qk_nope_head_dim=opt_int(r["mla_qk_nope_head_dim"]), mla_v_head_dim=opt_int(r["mla_v_head_dim"]),
+        moe_num_experts=opt_int(r["moe_num_experts"]), moe_experts_per_token=opt_int(r["moe_experts_per_token"]),
+        moe_shared_experts=opt_int(r["moe_shared_experts"]), moe_intermediate_size=opt_int(r["moe_intermediate_size"]),
+        first_k_dense_layers=opt_int(r["first_k_dense_layers"]), torch_dtype=r["torch_dtype"] or None,
+        source=r["source"], as_of=r["as_of"],
+    )
