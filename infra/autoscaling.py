@@ -36,6 +36,12 @@ def queue_threshold(plan: Plan, pool: Pool) -> int:
 
 
 def scaled_object(plan: Plan, pool: Pool, namespace: str) -> dict[str, Any]:
+    return pool_scaled_object(pool, namespace, queue_threshold(plan, pool))
+
+
+def pool_scaled_object(pool: Pool, namespace: str, threshold: int) -> dict[str, Any]:
+    """The pool's ScaledObject; `threshold`: waiting requests per replica that trigger a scale-up
+    (queue_threshold)."""
     a = settings.serving()["autoscaling"]
     if pool.replicas_max < pool.replicas:
         raise ValueError(f"pool {pool.name}: replicas_max {pool.replicas_max} < replicas {pool.replicas}")
@@ -63,7 +69,7 @@ def scaled_object(plan: Plan, pool: Pool, namespace: str) -> dict[str, Any]:
                 "type": "prometheus",
                 "metricType": "AverageValue",  # the query's sum is divided by the current replicas
                 "metadata": {"serverAddress": PROMETHEUS_URL, "query": queue_query(namespace, pool),
-                             "threshold": str(queue_threshold(plan, pool)), "ignoreNullValues": "true"},
+                             "threshold": str(threshold), "ignoreNullValues": "true"},
             }],
         },
     }

@@ -78,6 +78,12 @@ def rollout_budget_s(pool: Pool, mode: str) -> int:
     return math.ceil(before_vllm_s(pool, mode)) + startup_budget_s(pool)
 
 
+def rollout_timeout_s(pool: Pool, mode: str) -> int:
+    """How long Pulumi waits for a pool's workload to roll out (s): the rollout budget plus a margin
+    (infra/data/serving.yaml `rollout.margin_s`)."""
+    return rollout_budget_s(pool, mode) + settings.policy().rollout.margin_s
+
+
 def probes(port_name: str, pool: Pool) -> dict[str, Any]:
     s = settings.serving()
     period = int(s["startup"]["period_s"])
