@@ -188,6 +188,13 @@ class ObservabilityPolicy(_Strict):
     scrape_interval: str
 
 
+class HealthcheckPolicy(_Strict):
+    interval_s: int
+    timeout_s: int
+    retries: int
+    http_timeout_s: int  # the /health call inside the check (s)
+
+
 class NetworkPolicyPolicy(_Strict):
     dns_namespace: str
     dns_pod_labels: dict[str, str]
@@ -215,6 +222,7 @@ class ServingPolicy(_Strict):
     autoscaling: AutoscalingPolicy
     weights_job: WeightsJobPolicy
     observability: ObservabilityPolicy
+    compose_healthcheck: HealthcheckPolicy
     vllm_port: int
     network_policy: NetworkPolicyPolicy
 
@@ -223,12 +231,17 @@ class ServingPolicy(_Strict):
 def policy() -> ServingPolicy:
     """infra/data/serving.yaml, validated: a missing, misspelt or mistyped key raises one ValueError
     naming the file and the key."""
+    return parse_policy(_load("serving.yaml"), DATA_DIR / "serving.yaml")
+
+
+def parse_policy(doc: dict[str, Any], path: Path) -> ServingPolicy:
+    """Validate a serving.yaml document; the first problem as one ValueError line naming `path` and the key."""
     try:
-        return ServingPolicy.model_validate(_load("serving.yaml"))
+        return ServingPolicy.model_validate(doc)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{DATA_DIR / 'serving.yaml'}: {where}: {first['msg']}") from None
+        raise ValueError(f"{path}: {where}: {first['msg']}") from None
 
 
 def serving() -> dict[str, Any]:

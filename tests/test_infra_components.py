@@ -198,3 +198,54 @@ def test_pure_builders_import_no_pulumi() -> None:
                       "nodegroups", "program", "render", "storage"}
     flat = {p.stem for p in (ROOT / "infra").glob("*.py")} - {"__init__"}
     assert flat - pulumi_modules == set(PURE), sorted(flat - pulumi_modules ^ set(PURE))
+
+
+# --- infra/data/serving.yaml through its one typed loader ------------------------------------------
+
+def test_serving_policy_rejects_a_misspelt_or_missing_key_in_one_line() -> None:
+    import copy
+
+    import yaml
+
+    from infra import settings
+
+    path = settings.DATA_DIR / "serving.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert settings.parse_policy(doc, path) == settings.policy()
+    typo = copy.deepcopy(doc)
+    typo["rollout"]["margin"] = typo["rollout"].pop("margin_s")
+    with pytest.raises(ValueError) as e:
+        settings.parse_policy(typo, path)
+    assert str(e.value).startswith(f"{path}: rollout.margin") and "\n" not in str(e.value)
+    wrong = copy.deepcopy(doc)
+    wrong["weights_job"]["active_deadline_s"] = "six hours"
+    with pytest.raises(ValueError, match=r"weights_job\.active_deadline_s"):
+        settings.parse_policy(wrong, path)
+
+
+def test_moved_constants_are_read_from_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The constants that were inline (rollout margin, copy-Job deadline, HOME cap, probe timeouts)
+    come from serving.yaml: changing the file changes the output."""
+    from infra import serving, settings, weights
+    from infra.platform import load_platform
+
+    stack, plan = _two_checkpoints()
+    pool = plan.pools[0]
+    p = settings.policy()
+    before = serving.rollout_timeout_s(pool, "s3-stream")
+    assert before == serving.rollout_budget_s(pool, "s3-stream") + p.rollout.margin_s
+    changed = p.model_copy(update={
+        "rollout": p.rollout.model_copy(update={"margin_s": p.rollout.margin_s + 60}),
+        "weights_job": p.weights_job.model_copy(update={"active_deadline_s": 3600}),
+        "home": p.home.model_copy(update={"size_limit": "7Gi"}),
+        "startup": p.startup.model_copy(update={"timeout_s": 9})})
+    monkeypatch.setattr(settings, "policy", lambda: changed)
+    assert serving.rollout_timeout_s(pool, "s3-stream") == before + 60
+    platform = load_platform(stack.deployment)
+    job = weights.copy_job("ns", pool.vllm.model, weights.WeightsLocation("b", "p/"), "us-east-1", pool,
+                           platform, with_hf_token=False)
+    assert job["spec"]["activeDeadlineSeconds"] == 3600
+    ctx = serving.ServingContext("ns", "vllm", "us-east-1", weights.WeightsLocation("b", "p/"), platform, False)
+    pod = serving.workload(pool, ctx)["spec"]["template"]["spec"]
+    assert {"name": "home", "emptyDir": {"sizeLimit": "7Gi"}} in pod["volumes"]
+    assert pod["containers"][0]["startupProbe"]["timeoutSeconds"] == 9

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import weights
+from infra import settings, weights
 from infra.app_objects import minutes
 from infra.components import apply
 from infra.k8s_common import meta
 from infra.platform import Platform
 from infra.registry import ImageRefs
-from infra.settings import policy
 from sizing.plan import Pool
 
 
@@ -43,7 +42,7 @@ class WeightsJob(apply.MovedOutOfApp):
             args.namespace, args.checkpoint, weights.WeightsLocation(a[0], args.weights_prefix), args.region,
             args.host, args.platform, with_hf_token=args.with_hf_token, name=args.job_name,
             revision=args.host.checkpoint_revision, images=a[1])["spec"])
-        wait = minutes(policy().weights_job.active_deadline_s)
+        wait = minutes(settings.policy().weights_job.active_deadline_s)
         self.job = k8s.batch.v1.Job(f"job-{args.job_name}", metadata=meta(args.job_name, args.namespace),
                                     spec=spec, opts=self.child(args.after, custom_timeouts=pulumi.CustomTimeouts(
                                         create=wait, update=wait)))
