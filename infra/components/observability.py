@@ -5,6 +5,7 @@ figures (infra/observability.py). Exposes `metrics` (the release: KEDA's Prometh
 from __future__ import annotations
 
 import secrets as pysecrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -22,7 +23,7 @@ class ObservabilityArgs:
     # the nodes it scrapes (the pools' instances_max)
     plan: Plan
     namespace: str  # the serving namespace (the PodMonitor and the dashboard ConfigMap live there)
-    namespace_ready: list[pulumi.Resource]
+    namespace_ready: Sequence[pulumi.Resource]
     system_nodes: int  # the system node group's desired size
 
 
@@ -32,8 +33,8 @@ class Observability(apply.MovedOutOfApp):
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("Observability", name, opts)
         c = settings.chart("kube_prometheus_stack")
-        mon = k8s.core.v1.Namespace(f"namespace-{c.namespace}", metadata=meta(c.namespace, None),
-                                    opts=self.child())
+        mon = apply.create({"apiVersion": "v1", "kind": "Namespace", "metadata": meta(c.namespace, None)},
+                           self.child())
         # generated once; later runs keep the first value (ignore_changes), so Grafana's login is stable
         password = pysecrets.token_urlsafe(settings.policy().observability.grafana_password_bytes)
         admin = apply.create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",

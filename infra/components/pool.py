@@ -3,6 +3,7 @@ PodDisruptionBudget and its KEDA ScaledObject, as infra/serving.py and infra/aut
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ class ServingPoolArgs:
     # multi-node pools) before the workload; the namespace, KEDA and Prometheus before the ScaledObject
     weights_job: pulumi.Resource
     device_plugin: pulumi.Resource
-    namespace_ready: list[pulumi.Resource]
+    namespace_ready: Sequence[pulumi.Resource]
     keda: pulumi.Resource
     metrics: pulumi.Resource
     leader_worker_set: pulumi.Resource | None = None

@@ -4,6 +4,7 @@ Balancer Controller turns into an NLB. Exposes `endpoint` (scheme and the NLB's 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +21,8 @@ class RouterArgs:
     namespace: str
     options: DeploymentOptions  # llmcap:deployment: public/internal NLB, TLS certificate, allowed CIDRs
     images: pulumi.Output[ImageRefs]
-    namespace_ready: list[pulumi.Resource]
-    secrets: list[pulumi.Resource]  # the API key (and HF token) Secrets the router's pods read
+    namespace_ready: Sequence[pulumi.Resource]
+    secrets: Sequence[pulumi.Resource]  # the API key (and HF token) Secrets the router's pods read
     # the AWS Load Balancer Controller's release (infra/addons.py): it provisions the Service's NLB
     # (`loadBalancerClass: service.k8s.aws/nlb`), so the Service waits for it
     load_balancer_controller: pulumi.Resource | None = None

@@ -4,10 +4,10 @@ before the pools that read its output roll out."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from infra import settings, weights
 from infra.app_objects import minutes
@@ -30,7 +30,7 @@ class WeightsJobArgs:
     weights_prefix: str
     images: pulumi.Output[ImageRefs]
     with_hf_token: bool
-    after: list[pulumi.Resource]  # the secrets, the service accounts and the device plugin
+    after: Sequence[pulumi.Resource]  # the secrets, the service accounts and the device plugin
 
 
 class WeightsJob(apply.MovedOutOfApp):
@@ -43,7 +43,7 @@ class WeightsJob(apply.MovedOutOfApp):
             args.host, args.platform, with_hf_token=args.with_hf_token, name=args.job_name,
             revision=args.host.checkpoint_revision, images=a[1])["spec"])
         wait = minutes(settings.policy().weights_job.active_deadline_s)
-        self.job = k8s.batch.v1.Job(f"job-{args.job_name}", metadata=meta(args.job_name, args.namespace),
-                                    spec=spec, opts=self.child(args.after, custom_timeouts=pulumi.CustomTimeouts(
-                                        create=wait, update=wait)))
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(args.job_name, args.namespace), "spec": spec}
+        self.job = apply.create(job,
+                                self.child(args.after, custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait)))
         self.register_outputs({})
