@@ -244,11 +244,5 @@ def parse_policy(doc: dict[str, Any], path: Path) -> ServingPolicy:
         raise ValueError(f"{path}: {where}: {first['msg']}") from None
 
 
-def serving() -> dict[str, Any]:
-    """infra/data/serving.yaml as a mapping, after validating it (prefer the typed `policy()`)."""
-    policy()
-    return _load("serving.yaml")
-
-
 def vllm_flags() -> dict[str, Any]:
     return _load("vllm_flags.yaml")
