@@ -25,14 +25,15 @@ from typing import Any
 import yaml
 
 from infra import settings
+from infra.k8s_common import RUN_AS_UID
 from infra.serving import startup_budget_s
 from infra.vllm_args import ModelSource, check_args, serve_args
 from sizing.plan import Plan, Pool
 
 ENV_FILE = ".env"
-PORT = 8000
+PORT = settings.policy().vllm_port  # the port vLLM serves on, as on EKS
 BIND_ADDRESS_VAR = "LLMCAP_BIND_ADDRESS"
-RUN_AS = "10001:10001"  # the UID/GID the EKS pods use too (infra/k8s_common.RUN_AS_UID)
+RUN_AS = f"{RUN_AS_UID}:{RUN_AS_UID}"  # the UID/GID the EKS pods use too
 DATA_DIR = "/data"  # the one writable volume: Hugging Face cache and HOME (vLLM/torch caches)
 API_KEY_REQUIRED = ("${VLLM_API_KEY:?set VLLM_API_KEY in .env to a random key (openssl rand -hex 32); "
                     "an empty key turns vLLM's auth off}")

@@ -27,8 +27,8 @@ from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET
 from infra.names import COMPONENT_PREFIX, WEIGHTS_LOADER_SERVICE_ACCOUNT, copy_job_name, served_checkpoints
 from infra.platform import load_platform
 from infra.registry import ImageRefs
+from sizing.deployment import DeploymentOptions
 from sizing.plan import Plan
-from sizing.stack import Stack
 
 __all__ = ["KubernetesApp", "KubernetesAppArgs", "device_plugin_values"]
 
@@ -36,7 +36,8 @@ __all__ = ["KubernetesApp", "KubernetesAppArgs", "device_plugin_values"]
 @dataclass
 class KubernetesAppArgs:
     plan: Plan
-    stack: Stack
+    region: str
+    deployment: DeploymentOptions  # llmcap:deployment (VPC, NLB, TLS, instance-store cache)
     weights_bucket: pulumi.Input[str]
     weights_prefixes: dict[str, str]  # checkpoint (pool.vllm.model) -> its S3 prefix
     service_account_name: str
@@ -57,7 +58,7 @@ class KubernetesApp(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KubernetesAppArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(COMPONENT_PREFIX + "KubernetesApp", name, None, opts)
-        plan, ns, d = args.plan, args.namespace, args.stack.deployment
+        plan, ns, d = args.plan, args.namespace, args.deployment
         child = pulumi.ResourceOptions(parent=self)
         platform = load_platform(d)
 
@@ -88,14 +89,14 @@ class KubernetesApp(pulumi.ComponentResource):
             job_name = copy_job_name(ckpt, checkpoints)
             jobs[ckpt] = WeightsJob(f"{name}-{job_name}", WeightsJobArgs(
                 namespace=ns, checkpoint=ckpt, job_name=job_name,
-                host=next(p for p in plan.pools if p.vllm.model == ckpt), region=args.stack.region,
+                host=next(p for p in plan.pools if p.vllm.model == ckpt), region=args.region,
                 platform=platform, weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[ckpt],
                 images=images, with_hf_token=args.hf_token is not None,
                 after=[*secrets, *accounts, addons["device"]]), part).job
 
         for pool in plan.pools:
             ServingPool(f"{name}-{pool.name}", ServingPoolArgs(
-                pool=pool, namespace=ns, service_account_name=args.service_account_name, region=args.stack.region,
+                pool=pool, namespace=ns, service_account_name=args.service_account_name, region=args.region,
                 platform=platform, instance_store=d.model_cache_on_instance_store,
                 weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[pool.vllm.model],
                 images=images, queue_threshold=autoscaling.queue_threshold(plan, pool),

@@ -138,7 +138,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         opts=pulumi.ResourceOptions(provider=cluster.provider))
 
     app = KubernetesApp(name, KubernetesAppArgs(
-        plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
+        plan=plan, region=stack.region, deployment=d, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
         service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
         api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
         registry_host=cache.registry_host, system_nodes=system_nodes.desired),

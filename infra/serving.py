@@ -114,7 +114,7 @@ def worker_leader_zone_affinity(labels: dict[str, str]) -> dict[str, Any]:
     SetExclusiveAffinities @060ab4da), i.e. at most one group per zone. `matchLabelKeys` narrows the
     selector to the incoming pod's own group-key value (Kubernetes pod affinity matchLabelKeys, 1.33+)."""
     return {"preferredDuringSchedulingIgnoredDuringExecution": [{
-        "weight": 100,
+        "weight": 100,  # the strongest preference the API takes (weight 1-100)
         "podAffinityTerm": {"labelSelector": {"matchLabels": dict(labels)}, "matchLabelKeys": [LWS_GROUP_KEY_LABEL],
                             "topologyKey": "topology.kubernetes.io/zone"}}]}
 
