@@ -27,15 +27,21 @@ def queue_threshold(plan: Plan, pool: Pool) -> int:
     request by about q / goodput_requests_per_s (the replica drains its queue at its goodput), so
     the TTFT headroom the plan leaves (SLO p95 minus predicted p95 at planned load) bounds how long
     a queue may stand: q = headroom_s × goodput_requests_per_s, at least `minimum_threshold`."""
-    a = settings.serving()["autoscaling"]
+    a = settings.policy().autoscaling
     ttft_slo_ms = plan.workload.slo.ttft_p95_ms
     headroom_s = max(ttft_slo_ms - pool.per_replica.ttft_p95_ms, 0.0) / 1000.0
-    q = math.floor(headroom_s * pool.per_replica.goodput_requests_per_s * float(a["headroom_share"]))
-    return max(int(a["minimum_threshold"]), q)
+    q = math.floor(headroom_s * pool.per_replica.goodput_requests_per_s * a.headroom_share)
+    return max(a.minimum_threshold, q)
 
 
 def scaled_object(plan: Plan, pool: Pool, namespace: str) -> dict[str, Any]:
-    a = settings.serving()["autoscaling"]
+    return pool_scaled_object(pool, namespace, queue_threshold(plan, pool))
+
+
+def pool_scaled_object(pool: Pool, namespace: str, threshold: int) -> dict[str, Any]:
+    """The pool's ScaledObject; `threshold`: waiting requests per replica that trigger a scale-up
+    (queue_threshold)."""
+    a = settings.policy().autoscaling
     if pool.replicas_max < pool.replicas:
         raise ValueError(f"pool {pool.name}: replicas_max {pool.replicas_max} < replicas {pool.replicas}")
     multi = pool.nodes_per_replica > 1
@@ -49,20 +55,22 @@ def scaled_object(plan: Plan, pool: Pool, namespace: str) -> dict[str, Any]:
             "scaleTargetRef": target,
             "minReplicaCount": pool.replicas,
             "maxReplicaCount": pool.replicas_max,
-            "pollingInterval": int(a["polling_interval_s"]),
-            "cooldownPeriod": int(a["cooldown_period_s"]),
+            "pollingInterval": a.polling_interval_s,
+            "cooldownPeriod": a.cooldown_period_s,
             "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
                 # a new replica needs minutes to load weights: scale up at once, scale down slowly
                 "scaleUp": {"stabilizationWindowSeconds": 0,
-                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]},
-                "scaleDown": {"stabilizationWindowSeconds": int(a["cooldown_period_s"]),
-                              "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
+                            "policies": [{"type": "Pods", "value": a.scale_up.pods,
+                                          "periodSeconds": a.scale_up.period_s}]},
+                "scaleDown": {"stabilizationWindowSeconds": a.cooldown_period_s,
+                              "policies": [{"type": "Pods", "value": a.scale_down.pods,
+                                            "periodSeconds": a.scale_down.period_s}]},
             }}},
             "triggers": [{
                 "type": "prometheus",
                 "metricType": "AverageValue",  # the query's sum is divided by the current replicas
                 "metadata": {"serverAddress": PROMETHEUS_URL, "query": queue_query(namespace, pool),
-                             "threshold": str(queue_threshold(plan, pool)), "ignoreNullValues": "true"},
+                             "threshold": str(threshold), "ignoreNullValues": "true"},
             }],
         },
     }

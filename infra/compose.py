@@ -25,14 +25,15 @@ from typing import Any
 import yaml
 
 from infra import settings
+from infra.k8s_common import RUN_AS_UID
 from infra.serving import startup_budget_s
 from infra.vllm_args import ModelSource, check_args, serve_args
 from sizing.plan import Plan, Pool
 
 ENV_FILE = ".env"
-PORT = 8000
+PORT = settings.policy().vllm_port  # the port vLLM serves on, as on EKS
 BIND_ADDRESS_VAR = "LLMCAP_BIND_ADDRESS"
-RUN_AS = "10001:10001"  # the UID/GID the EKS pods use too (infra/k8s_common.RUN_AS_UID)
+RUN_AS = f"{RUN_AS_UID}:{RUN_AS_UID}"  # the UID/GID the EKS pods use too
 DATA_DIR = "/data"  # the one writable volume: Hugging Face cache and HOME (vLLM/torch caches)
 API_KEY_REQUIRED = ("${VLLM_API_KEY:?set VLLM_API_KEY in .env to a random key (openssl rand -hex 32); "
                     "an empty key turns vLLM's auth off}")
@@ -72,6 +73,7 @@ def vllm_command(pool: Pool) -> list[str]:
 def build(plan: Plan) -> ComposeFiles:
     pool = single_server_pool(plan)
     start_period_s = startup_budget_s(pool)
+    hc, obs = settings.policy().compose_healthcheck, settings.policy().observability
     vllm = {
         "image": settings.image("vllm").ref,
         "entrypoint": ["vllm", "serve"],
@@ -94,8 +96,9 @@ def build(plan: Plan) -> ComposeFiles:
             {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
         "healthcheck": {
             "test": ["CMD", "python3", "-c",
-                     f"import urllib.request; urllib.request.urlopen('http://localhost:{PORT}/health', timeout=5)"],
-            "interval": "15s", "timeout": "10s", "retries": 4,
+                     f"import urllib.request; urllib.request.urlopen('http://localhost:{PORT}/health', "
+                     f"timeout={hc.http_timeout_s})"],
+            "interval": f"{hc.interval_s}s", "timeout": f"{hc.timeout_s}s", "retries": hc.retries,
             # the plan's weight-load time (downloads from the hub on first start take longer)
             "start_period": f"{start_period_s}s",
         },
@@ -103,7 +106,7 @@ def build(plan: Plan) -> ComposeFiles:
     }
     prometheus = {
         "image": settings.image("prometheus").ref,
-        "command": ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.retention.time=15d"],
+        "command": ["--config.file=/etc/prometheus/prometheus.yml", f"--storage.tsdb.retention.time={obs.retention}"],
         "volumes": ["./prometheus.yml:/etc/prometheus/prometheus.yml:ro", "prometheus-data:/prometheus"],
         "ports": ["127.0.0.1:9090:9090"],  # metrics stay on the host unless you publish them
         "depends_on": ["vllm"],
@@ -119,7 +122,7 @@ def build(plan: Plan) -> ComposeFiles:
     }
     compose = {"services": {"volume-init": volume_init, "vllm": vllm, "prometheus": prometheus},
                "volumes": {"hf-cache": {}, "prometheus-data": {}}}
-    scrape = {"global": {"scrape_interval": "15s"},
+    scrape = {"global": {"scrape_interval": obs.scrape_interval},
               "scrape_configs": [{"job_name": "vllm", "metrics_path": "/metrics",
                                   "static_configs": [{"targets": [f"vllm:{PORT}"],
                                                       "labels": {"pool": pool.name}}]}]}

@@ -66,7 +66,7 @@ def _ctx(fit: FitContext, pool: Pool) -> ServingContext:
 def pool_views(fit: FitContext) -> list[PoolView]:
     cached = fit.extra.get("_pool_views")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     views = []
     hosts = {ckpt: next(p.name for p in fit.plan.pools if p.vllm.model == ckpt)
              for ckpt in served_checkpoints(fit.plan.pools)}

@@ -59,21 +59,20 @@ def _blocks(cidrs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
 
 def network_policies(plan: Plan, namespace: str, vpc_cidr: str | None) -> list[dict[str, Any]]:
     """The namespace's policies; `vpc_cidr` None when the VPC is the user's (its CIDR unknown here)."""
-    np = settings.serving()["network_policy"]
-    vllm_port = int(settings.serving()["vllm_port"])
-    router_port = int(settings.serving()["router"]["port"])
-    https = int(np["https_port"])
-    dns = {"to": [{"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: np["dns_namespace"]}},
-                   "podSelector": {"matchLabels": dict(np["dns_pod_labels"])}}],
-           "ports": [{"protocol": "UDP", "port": int(np["dns_port"])}, _tcp(int(np["dns_port"]))]}
-    credentials = {"to": _blocks(list(np["pod_identity_agent_cidrs"])),
-                   "ports": [_tcp(int(np["pod_identity_agent_port"]))]}
+    p = settings.policy()
+    np = p.network_policy
+    vllm_port, router_port, https = p.vllm_port, p.router.port, np.https_port
+    dns = {"to": [{"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: np.dns_namespace}},
+                   "podSelector": {"matchLabels": dict(np.dns_pod_labels)}}],
+           "ports": [{"protocol": "UDP", "port": np.dns_port}, _tcp(np.dns_port)]}
+    credentials = {"to": _blocks(list(np.pod_identity_agent_cidrs)),
+                   "ports": [_tcp(np.pod_identity_agent_port)]}
     out_https = {"to": _blocks(ANYWHERE), "ports": [_tcp(https)]}
     api = {"to": _blocks([vpc_cidr] if vpc_cidr else list(ANYWHERE)), "ports": [_tcp(https)]}
     serving = {APP_LABEL: "vllm", COMPONENT_LABEL: "serving", PART_OF_LABEL: "llmcap"}
     endpoints = {**serving, ENDPOINT_LABEL: "true"}
     prometheus = {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: MONITORING_NAMESPACE}},
-                  "podSelector": {"matchLabels": dict(np["prometheus_pod_labels"])}}
+                  "podSelector": {"matchLabels": dict(np.prometheus_pod_labels)}}
     policies = [
         _policy("default-deny", namespace, {}, [], []),
         _policy("allow-dns", namespace, {}, None, [dns]),

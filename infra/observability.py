@@ -47,7 +47,7 @@ def kube_prometheus_values(plan: Plan | None = None, system_nodes: int = 0) -> d
             # pick up PodMonitors/ServiceMonitors from every namespace, not only the chart's own
             "podMonitorSelectorNilUsesHelmValues": False,
             "serviceMonitorSelectorNilUsesHelmValues": False,
-            "retention": "15d",
+            "retention": settings.policy().observability.retention,
         }},
         "grafana": {
             # never the chart's well-known default password: a generated one, kept in this Secret
@@ -77,7 +77,7 @@ def pod_monitor(namespace: str) -> dict[str, Any]:
         "spec": {
             "selector": {"matchLabels": {APP_LABEL: "vllm", COMPONENT_LABEL: "serving"}},
             "podMetricsEndpoints": [{
-                "port": "http", "path": "/metrics", "interval": "15s",
+                "port": "http", "path": "/metrics", "interval": settings.policy().observability.scrape_interval,
                 "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_label_llmcap_io_pool"],
                                  "targetLabel": POOL_METRIC_LABEL, "action": "replace"}],
             }],

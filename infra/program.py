@@ -16,6 +16,7 @@ from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
 from infra.ecr import PullThroughCache, PullThroughCacheArgs
 from infra.fit import FitContext, NotDeployable, check_deployable
+from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
 from infra.names import (
     NAMESPACE,
     SERVING_SERVICE_ACCOUNT,
@@ -31,14 +32,6 @@ from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, 
 from sizing.catalog.lookup import Catalog
 from sizing.plan import Plan
 from sizing.stack import Stack
-
-try:  # the Kubernetes side (issue 6) lives in its own module; the AWS side stands without it
-    from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
-except ModuleNotFoundError as e:  # pragma: no cover - only while that module is absent
-    if e.name != "infra.kubernetes_app":
-        raise
-    KubernetesApp = None  # type: ignore[assignment,misc]
-    KubernetesAppArgs = None  # type: ignore[assignment,misc]
 
 
 @dataclass(frozen=True)
@@ -142,20 +135,17 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
                autoscaler_identity.association]),
         opts=pulumi.ResourceOptions(provider=cluster.provider))
 
-    endpoint: pulumi.Input[str] | None = None
-    if KubernetesApp is not None:
-        app = KubernetesApp(name, KubernetesAppArgs(
-            plan=plan, stack=stack, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
-            service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
-            api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
-            registry_host=cache.registry_host, system_nodes=system_nodes.desired),
-            opts=pulumi.ResourceOptions(provider=cluster.provider,
-                                        depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
-                                                    *cluster.addons, store]))
-        endpoint = app.endpoint
+    app = KubernetesApp(name, KubernetesAppArgs(
+        plan=plan, region=stack.region, deployment=d, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
+        service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
+        api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
+        registry_host=cache.registry_host, system_nodes=system_nodes.desired),
+        opts=pulumi.ResourceOptions(provider=cluster.provider,
+                                    depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
+                                                *cluster.addons, store]))
 
     return {
-        exports.ENDPOINT: endpoint,
+        exports.ENDPOINT: app.endpoint,
         exports.CLUSTER_NAME: cluster.name,
         exports.KUBECONFIG: cluster.kubeconfig,
         exports.VPC_ID: network.vpc_id,

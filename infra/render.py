@@ -143,7 +143,7 @@ def run_mocked(stack: Stack, program: Callable[[], dict[str, Any]]) -> tuple[lis
 
     def body() -> None:
         outs = program()
-        resolved: dict[str, Any] | None = _sync_await(pulumi.Output.from_input(outs).future())  # type: ignore[arg-type]
+        resolved: dict[str, Any] | None = _sync_await(pulumi.Output.from_input(outs).future())
         outputs.update(resolved or {})
 
     _sync_await(run_pulumi_func(body))

@@ -47,18 +47,23 @@ def role_binding(namespace: str) -> dict[str, Any]:
 
 
 def router_args(namespace: str) -> list[str]:
-    r = settings.serving()["router"]
+    r = settings.policy().router
     selector = f"{PART_OF_LABEL}=llmcap,{COMPONENT_LABEL}=serving,{ENDPOINT_LABEL}=true"
-    return ["--host", "0.0.0.0", "--port", str(r["port"]),
+    return ["--host", "0.0.0.0", "--port", str(r.port),
             "--service-discovery", "k8s", "--k8s-namespace", namespace, "--k8s-label-selector", selector,
-            "--k8s-port", str(settings.serving()["vllm_port"]),
-            "--routing-logic", str(r["routing_logic"]),
-            "--engine-stats-interval", "15", "--request-stats-window", "60"]
+            "--k8s-port", str(settings.policy().vllm_port),
+            "--routing-logic", r.routing_logic,
+            "--engine-stats-interval", str(r.engine_stats_interval_s),
+            "--request-stats-window", str(r.request_stats_window_s)]
+
+
+def _probe(get: dict[str, Any], p: settings.ProbePolicy) -> dict[str, Any]:
+    return {"httpGet": get, "periodSeconds": p.period_s, "failureThreshold": p.failure_threshold}
 
 
 def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
     """`image`: the reference nodes pull (the pull-through cache's, infra/registry.py)."""
-    r = settings.serving()["router"]
+    r = settings.policy().router
     get = {"path": "/health", "port": "http"}
     container = {
         "name": "router",
@@ -67,19 +72,19 @@ def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
         # clients send their own `Authorization: Bearer` key, which the router passes through to vLLM;
         # the router's own key lets it list models on the engines it discovers
         "env": [secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_SECRET_KEY), {"name": "HOME", "value": "/tmp"}],
-        "ports": [{"name": "http", "containerPort": int(r["port"]), "protocol": "TCP"}],
-        "resources": {"requests": {"cpu": str(r["cpu_request"]), "memory": str(r["memory_request"])},
-                      "limits": {"memory": str(r["memory_request"])}},
-        "startupProbe": {"httpGet": get, "periodSeconds": 5, "failureThreshold": 24},
-        "readinessProbe": {"httpGet": get, "periodSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {"httpGet": get, "periodSeconds": 10, "failureThreshold": 3},
+        "ports": [{"name": "http", "containerPort": r.port, "protocol": "TCP"}],
+        "resources": {"requests": {"cpu": r.cpu_request, "memory": r.memory_request},
+                      "limits": {"memory": r.memory_request}},
+        "startupProbe": _probe(get, r.startup_probe),
+        "readinessProbe": _probe(get, r.readiness_probe),
+        "livenessProbe": _probe(get, r.liveness_probe),
         "securityContext": container_security_context(read_only_root=True),
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
     return {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(NAME, namespace, LABELS),
         "spec": {
-            "replicas": int(r["replicas"]),
+            "replicas": r.replicas,
             "selector": {"matchLabels": LABELS},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "template": {"metadata": {"labels": LABELS}, "spec": {
@@ -94,7 +99,7 @@ def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
                     {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
                      "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": LABELS}}],
                 "containers": [container],
-                "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+                "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": settings.policy().scratch.size_limit}}],
             }},
         },
     }
@@ -102,12 +107,12 @@ def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
 
 def disruption_budget(namespace: str) -> dict[str, Any]:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(NAME, namespace, LABELS),
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": LABELS}}}
+            "spec": {"minAvailable": settings.policy().router.min_available, "selector": {"matchLabels": LABELS}}}
 
 
 def service(namespace: str, options: DeploymentOptions) -> dict[str, Any]:
     """type LoadBalancer, provisioned by the AWS Load Balancer Controller as an NLB with IP targets."""
-    int(settings.serving()["router"]["port"])
+    r = settings.policy().router
     ann = {LB + "type": "external", LB + "nlb-target-type": "ip",
            LB + "scheme": "internet-facing" if options.public_endpoint else "internal"}
     spec: dict[str, Any] = {"type": "LoadBalancer", "loadBalancerClass": "service.k8s.aws/nlb",
@@ -123,9 +128,9 @@ def service(namespace: str, options: DeploymentOptions) -> dict[str, Any]:
         # TLS terminates on the NLB with the ACM certificate, internal or internet-facing alike, so the
         # bearer key never crosses the network in cleartext; the NLB -> pod hop stays inside the VPC
         ann[LB + "ssl-cert"] = options.tls_certificate_arn
-        ann[LB + "ssl-ports"] = "443"
-        ann[LB + "ssl-negotiation-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-        spec["ports"] = [{"name": "https", "port": 443, "targetPort": "http", "protocol": "TCP"}]
+        ann[LB + "ssl-ports"] = str(r.https_port)
+        ann[LB + "ssl-negotiation-policy"] = r.tls_policy
+        spec["ports"] = [{"name": "https", "port": r.https_port, "targetPort": "http", "protocol": "TCP"}]
     else:
-        spec["ports"] = [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+        spec["ports"] = [{"name": "http", "port": r.http_port, "targetPort": "http", "protocol": "TCP"}]
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta(NAME, namespace, LABELS, ann), "spec": spec}

@@ -56,8 +56,8 @@ def gpus_per_pod(pool: Pool) -> int:
 def startup_budget_s(pool: Pool) -> int:
     """How long the startup probe lets vLLM come up: the plan's expected weight-load time plus the
     engine's start-up margin, times a safety factor (infra/data/serving.yaml)."""
-    s = settings.serving()["startup"]
-    return math.ceil((pool.per_replica.weights_load_s + float(s["margin_s"])) * float(s["safety_factor"]))
+    s = settings.policy().startup
+    return math.ceil((pool.per_replica.weights_load_s + s.margin_s) * s.safety_factor)
 
 
 BEFORE_VLLM_TERMS = ("node boot", "image pull", "S3 sync")  # sizing/perf/cold_start.py terms before vLLM runs
@@ -78,18 +78,25 @@ def rollout_budget_s(pool: Pool, mode: str) -> int:
     return math.ceil(before_vllm_s(pool, mode)) + startup_budget_s(pool)
 
 
+def rollout_timeout_s(pool: Pool, mode: str) -> int:
+    """How long Pulumi waits for a pool's workload to roll out (s): the rollout budget plus a margin
+    (infra/data/serving.yaml `rollout.margin_s`)."""
+    return rollout_budget_s(pool, mode) + settings.policy().rollout.margin_s
+
+
 def probes(port_name: str, pool: Pool) -> dict[str, Any]:
-    s = settings.serving()
-    period = int(s["startup"]["period_s"])
+    s = settings.policy()
+    period = s.startup.period_s
     get = {"path": "/health", "port": port_name}
     return {
-        "startupProbe": {"httpGet": get, "periodSeconds": period, "timeoutSeconds": 5,
+        "startupProbe": {"httpGet": get, "periodSeconds": period, "timeoutSeconds": s.startup.timeout_s,
                          "failureThreshold": math.ceil(startup_budget_s(pool) / period)},
-        "readinessProbe": {"httpGet": get, "periodSeconds": int(s["readiness"]["period_s"]), "timeoutSeconds": 5,
-                           "failureThreshold": int(s["readiness"]["failure_threshold"])},
-        "livenessProbe": {"httpGet": get, "periodSeconds": int(s["liveness"]["period_s"]),
-                          "timeoutSeconds": int(s["liveness"]["timeout_s"]),
-                          "failureThreshold": int(s["liveness"]["failure_threshold"])},
+        "readinessProbe": {"httpGet": get, "periodSeconds": s.readiness.period_s,
+                           "timeoutSeconds": s.readiness.timeout_s,
+                           "failureThreshold": s.readiness.failure_threshold},
+        "livenessProbe": {"httpGet": get, "periodSeconds": s.liveness.period_s,
+                          "timeoutSeconds": s.liveness.timeout_s,
+                          "failureThreshold": s.liveness.failure_threshold},
     }
 
 
@@ -107,7 +114,7 @@ def worker_leader_zone_affinity(labels: dict[str, str]) -> dict[str, Any]:
     SetExclusiveAffinities @060ab4da), i.e. at most one group per zone. `matchLabelKeys` narrows the
     selector to the incoming pod's own group-key value (Kubernetes pod affinity matchLabelKeys, 1.33+)."""
     return {"preferredDuringSchedulingIgnoredDuringExecution": [{
-        "weight": 100,
+        "weight": 100,  # the strongest preference the API takes (weight 1-100)
         "podAffinityTerm": {"labelSelector": {"matchLabels": dict(labels)}, "matchLabelKeys": [LWS_GROUP_KEY_LABEL],
                             "topologyKey": "topology.kubernetes.io/zone"}}]}
 
@@ -117,17 +124,17 @@ def worker_probes(pool: Pool) -> dict[str, Any]:
     leader's engine stalls when a worker hangs). A failed probe restarts the worker, and
     RecreateGroupOnPodRestart recreates the whole group. The startup probe gives the group the
     leader's startup budget first."""
-    s = settings.serving()
-    period = int(s["startup"]["period_s"])
-    port = int(s["vllm_port"])
+    s = settings.policy()
+    period = s.startup.period_s
+    w = s.worker_probe
     check = {"exec": {"command": ["python3", "-c", (
         "import os, urllib.request; urllib.request.urlopen("
-        f"'http://' + os.environ['LWS_LEADER_ADDRESS'] + ':{port}/health', timeout=5)")]}}
+        f"'http://' + os.environ['LWS_LEADER_ADDRESS'] + ':{s.vllm_port}/health', timeout={w.http_timeout_s})")]}}
     return {
-        "startupProbe": {**check, "periodSeconds": period, "timeoutSeconds": 10,
+        "startupProbe": {**check, "periodSeconds": period, "timeoutSeconds": w.timeout_s,
                          "failureThreshold": math.ceil(startup_budget_s(pool) / period)},
-        "livenessProbe": {**check, "periodSeconds": int(s["liveness"]["period_s"]), "timeoutSeconds": 10,
-                          "failureThreshold": int(s["liveness"]["failure_threshold"])},
+        "livenessProbe": {**check, "periodSeconds": s.liveness.period_s, "timeoutSeconds": w.timeout_s,
+                          "failureThreshold": s.liveness.failure_threshold},
     }
 
 
@@ -151,8 +158,8 @@ def _scheduling(pool: Pool, labels: dict[str, str]) -> dict[str, Any]:
 
 def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: bool,
               labels: dict[str, str]) -> dict[str, Any]:
-    s = settings.serving()
-    port = int(s["vllm_port"])
+    s = settings.policy()
+    port = s.vllm_port
     gpus = str(gpus_per_pod(pool))
     mode = loading_mode(pool, ctx.platform, ctx.instance_store)
     env = [
@@ -167,8 +174,8 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     ]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "home", "mountPath": HOME}]
     volumes: list[dict[str, Any]] = [
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": str(s["shm"]["size_limit"])}},
-        {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},  # torch.compile, Triton and FlashInfer caches
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": s.shm.size_limit}},
+        {"name": "home", "emptyDir": {"sizeLimit": s.home.size_limit}},  # torch.compile, Triton and FlashInfer caches
     ]
     container: dict[str, Any] = {
         "name": "vllm",
@@ -194,7 +201,7 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         "serviceAccountName": ctx.service_account,
         "automountServiceAccountToken": False,  # vLLM never calls the Kubernetes API
         "securityContext": pod_security_context(),
-        "terminationGracePeriodSeconds": int(s["pod"]["termination_grace_period_s"]),
+        "terminationGracePeriodSeconds": s.pod.termination_grace_period_s,
         **_scheduling(pool, labels),
         "containers": [container],
         "volumes": volumes,
@@ -204,7 +211,7 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     if mode == "nvme":
         volumes.append({"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, ctx.platform)}})
         mounts.append({"name": "models", "mountPath": "/models", "readOnly": True})
-        volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}})  # the sync container's /tmp
+        volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": s.scratch.size_limit}})  # the sync container's /tmp
         pod["initContainers"] = [sync_init_container(ctx.weights, ctx.region, ctx.images.aws_cli)]
     return pod
 
@@ -219,7 +226,7 @@ def deployment(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
     name = serving_name(pool.name)
     labels = serving_labels(pool.name)
     pod_labels = {**labels, ENDPOINT_LABEL: "true"}
-    port = int(settings.serving()["vllm_port"])
+    port = settings.policy().vllm_port
     args = serve_args(pool, source_for(pool, ctx), port)
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -240,7 +247,7 @@ def leader_worker_set(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
     workers headless. LWS injects LWS_LEADER_ADDRESS and LWS_WORKER_INDEX into every pod."""
     name = serving_name(pool.name)
     labels = serving_labels(pool.name)
-    port = int(settings.serving()["vllm_port"])
+    port = settings.policy().vllm_port
     src = source_for(pool, ctx)
     n = pool.nodes_per_replica
     leader_args = serve_args(pool, src, port, MultiNode(n, "0", "$(LWS_LEADER_ADDRESS)", headless=False))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -103,9 +104,144 @@ def compatibility() -> dict[str, Compatibility]:
             for k, v in rows.items()}
 
 
-def serving() -> dict[str, Any]:
-    """infra/data/serving.yaml as a mapping (policy constants with their reasons)."""
-    return _load("serving.yaml")
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StartupPolicy(_Strict):
+    margin_s: float  # added to the plan's weights_load_s (s)
+    safety_factor: float
+    period_s: int
+    timeout_s: int
+
+
+class ProbePolicy(_Strict):
+    period_s: int
+    failure_threshold: int
+    timeout_s: int | None = None  # None: Kubernetes' default
+
+
+class WorkerProbePolicy(_Strict):
+    http_timeout_s: int  # the leader's /health call inside the exec probe (s)
+    timeout_s: int  # the exec probe's own timeout (s)
+
+
+class RolloutPolicy(_Strict):
+    margin_s: int  # added to the rollout budget for Pulumi's wait (s)
+
+
+class SizeLimit(_Strict):
+    size_limit: str  # a Kubernetes quantity, e.g. 20Gi
+
+
+class PodPolicy(_Strict):
+    termination_grace_period_s: int
+
+
+class Requests(_Strict):
+    cpu: str  # Kubernetes quantities, requests = limits for memory
+    memory: str
+
+
+class RouterPolicy(_Strict):
+    replicas: int
+    port: int
+    cpu_request: str
+    memory_request: str
+    routing_logic: str
+    engine_stats_interval_s: int
+    request_stats_window_s: int
+    startup_probe: ProbePolicy
+    readiness_probe: ProbePolicy
+    liveness_probe: ProbePolicy
+    min_available: int
+    https_port: int
+    http_port: int
+    tls_policy: str
+
+
+class ScaleStep(_Strict):
+    pods: int
+    period_s: int
+
+
+class AutoscalingPolicy(_Strict):
+    polling_interval_s: int
+    cooldown_period_s: int
+    headroom_share: float
+    minimum_threshold: int
+    scale_up: ScaleStep
+    scale_down: ScaleStep
+
+
+class WeightsJobPolicy(_Strict):
+    active_deadline_s: int
+    backoff_limit: int
+    download: Requests
+    upload: Requests
+    sync: Requests
+
+
+class ObservabilityPolicy(_Strict):
+    grafana_password_bytes: int
+    retention: str  # a Prometheus duration, e.g. 15d
+    scrape_interval: str
+
+
+class HealthcheckPolicy(_Strict):
+    interval_s: int
+    timeout_s: int
+    retries: int
+    http_timeout_s: int  # the /health call inside the check (s)
+
+
+class NetworkPolicyPolicy(_Strict):
+    dns_namespace: str
+    dns_pod_labels: dict[str, str]
+    dns_port: int
+    pod_identity_agent_cidrs: list[str]
+    pod_identity_agent_port: int
+    https_port: int
+    prometheus_pod_labels: dict[str, str]
+
+
+class ServingPolicy(_Strict):
+    """infra/data/serving.yaml: serving policy constants (probe timings, volume caps, the router,
+    autoscaling steps, the copy Job, metrics, NetworkPolicies); the file says why each has its value."""
+
+    startup: StartupPolicy
+    readiness: ProbePolicy
+    liveness: ProbePolicy
+    worker_probe: WorkerProbePolicy
+    rollout: RolloutPolicy
+    shm: SizeLimit
+    home: SizeLimit
+    scratch: SizeLimit
+    pod: PodPolicy
+    router: RouterPolicy
+    autoscaling: AutoscalingPolicy
+    weights_job: WeightsJobPolicy
+    observability: ObservabilityPolicy
+    compose_healthcheck: HealthcheckPolicy
+    vllm_port: int
+    network_policy: NetworkPolicyPolicy
+
+
+@cache
+def policy() -> ServingPolicy:
+    """infra/data/serving.yaml, validated: a missing, misspelt or mistyped key raises one ValueError
+    naming the file and the key."""
+    return parse_policy(_load("serving.yaml"), DATA_DIR / "serving.yaml")
+
+
+def parse_policy(doc: dict[str, Any], path: Path) -> ServingPolicy:
+    """Validate a serving.yaml document; the first problem as one ValueError line naming `path` and the key."""
+    try:
+        return ServingPolicy.model_validate(doc)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{path}: {where}: {first['msg']}") from None
 
 
 def vllm_flags() -> dict[str, Any]:

@@ -65,6 +65,11 @@ def cache_size_limit(pool: Pool, platform: Platform) -> str:
     return f"{math.ceil(model_cache_gib(pool, platform))}Gi"
 
 
+def _requests(r: settings.Requests) -> dict[str, Any]:
+    """CPU and memory requests, memory limited to its request (Guaranteed memory)."""
+    return {"requests": {"cpu": r.cpu, "memory": r.memory}, "limits": {"memory": r.memory}}
+
+
 def _aws_env(region: str) -> list[dict[str, Any]]:
     return [{"name": "AWS_REGION", "value": region}, {"name": "HOME", "value": "/home/app"}]
 
@@ -76,7 +81,7 @@ def sync_init_container(where: WeightsLocation, region: str, image: str | None =
         "image": image or settings.image("aws_cli").ref,
         "command": ["aws", "s3", "sync", where.uri, MODEL_DIR, "--only-show-errors", "--no-progress"],
         "env": _aws_env(region),
-        "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+        "resources": _requests(settings.policy().weights_job.sync),
         "securityContext": container_security_context(read_only_root=True),
         "volumeMounts": [{"name": "models", "mountPath": "/models"}, {"name": "home", "mountPath": "/home/app"},
                          {"name": "tmp", "mountPath": "/tmp"}],
@@ -90,6 +95,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
     Runs on a node of `pool`, the first pool serving it (its NVMe holds the scratch copy; a system
     node's root volume would not hold a 405B checkpoint), without requesting a GPU."""
     images = images or ImageRefs.upstream()
+    job, scratch = settings.policy().weights_job, settings.policy().scratch.size_limit
     download_env = [{"name": "HOME", "value": "/home/app"}, {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if with_hf_token:
         download_env.append(secret_env("HF_TOKEN", HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY))
@@ -114,7 +120,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             "command": ["hf", "download", model, *(["--revision", revision] if revision else []),
                         "--local-dir", MODEL_DIR, "--exclude", "original/*"],
             "env": download_env,
-            "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+            "resources": _requests(job.download),
             "securityContext": container_security_context(read_only_root=True),
             "volumeMounts": mounts,
         }],
@@ -124,18 +130,18 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             "command": ["aws", "s3", "sync", MODEL_DIR, where.uri, "--only-show-errors", "--no-progress",
                         "--exclude", ".cache/*"],
             "env": _aws_env(region),
-            "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+            "resources": _requests(job.upload),
             "securityContext": container_security_context(read_only_root=True),
             "volumeMounts": mounts,
         }],
         "volumes": [{"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, platform)}},
-                    {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
-                    {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+                    {"name": "home", "emptyDir": {"sizeLimit": scratch}},
+                    {"name": "tmp", "emptyDir": {"sizeLimit": scratch}}],
     }
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": meta(name, namespace, {"app.kubernetes.io/name": "weights-copy",
                                                "app.kubernetes.io/part-of": "llmcap"}),
-        "spec": {"backoffLimit": 4, "activeDeadlineSeconds": 6 * 3600,
+        "spec": {"backoffLimit": job.backoff_limit, "activeDeadlineSeconds": job.active_deadline_s,
                  "template": {"metadata": {"labels": {"app.kubernetes.io/name": "weights-copy"}}, "spec": pod}},
     }

@@ -4,6 +4,7 @@ look resources up by type, name and id, with failures that name the resource."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -160,3 +161,98 @@ def run_program_file(project_dir: Path, stack: str, secrets: dict[str, str] | No
     fake_stack = types.SimpleNamespace(name=stack, region=region)
     resources, outputs = run_mocked(fake_stack, program)  # type: ignore[arg-type]
     return resources, outputs
+
+
+# --- what the program asks the engine for: parents, aliases, options ------------------------------
+
+@dataclass(frozen=True)
+class Registration:
+    """One RegisterResource request as the engine receives it (pulumi/proto resource.proto), with the
+    URN the mock monitor gave it. `parent` is the parent's mock URN ("" for none)."""
+
+    mock_urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    aliases: tuple[Any, ...]  # pulumi.runtime.proto.alias_pb2.Alias (a spec or a full URN)
+    dependencies: tuple[str, ...]  # mock URNs this resource waits for
+    ignore_changes: tuple[str, ...]
+    timeouts: tuple[str, str]  # customTimeouts (create, update); "" where unset
+
+
+def registrations(stack: Stack, plan: Plan) -> list[Registration]:
+    """Render `stack` under the mock engine and return every RegisterResource request, in order."""
+    from unittest import mock
+
+    from pulumi.runtime import mocks
+
+    recorded: list[Registration] = []
+    real = mocks.MockMonitor.RegisterResource
+
+    def recording(self: Any, request: Any) -> Any:
+        response = real(self, request)
+        t = request.customTimeouts
+        recorded.append(Registration(
+            mock_urn=response.urn, type=request.type, name=request.name, parent=request.parent,
+            custom=bool(request.custom), aliases=tuple(request.aliases), dependencies=tuple(request.dependencies),
+            ignore_changes=tuple(request.ignoreChanges), timeouts=(t.create, t.update)))
+        return response
+
+    with mock.patch.object(mocks.MockMonitor, "RegisterResource", recording):
+        render(stack, plan)
+    return recorded
+
+
+def _urn(stack: str, project: str, qualified_type: str, name: str) -> str:
+    return f"urn:pulumi:{stack}::{project}::{qualified_type}::{name}"
+
+
+def _qualified_type(urn: str) -> str:
+    return urn.split("::")[2]
+
+
+class EngineUrns:
+    """URNs as the Pulumi engine computes them (pulumi/pulumi pkg/resource/deploy/deployment.go
+    `generateURN`: the parent's whole qualified type, `$`-joined, before the resource's type; the
+    root Stack's type is left out). The mock monitor keeps only the parent's last type
+    (pulumi/runtime/mocks.py `make_urn`), so two levels of components need this."""
+
+    def __init__(self, regs: list[Registration], stack: str, project: str) -> None:
+        self.stack, self.project = stack, project
+        self.by_mock = {r.mock_urn: r for r in regs}
+        if len(self.by_mock) != len(regs):
+            raise AssertionError("two registrations share a mock URN")
+        self._urn: dict[str, str] = {}
+
+    def urn(self, r: Registration) -> str:
+        if r.mock_urn not in self._urn:
+            parent = self.by_mock.get(r.parent)
+            qualified = r.type if parent is None or parent.type == "pulumi:pulumi:Stack" else \
+                f"{_qualified_type(self.urn(parent))}${r.type}"
+            self._urn[r.mock_urn] = _urn(self.stack, self.project, qualified, r.name)
+        return self._urn[r.mock_urn]
+
+    def alias_urns(self, r: Registration) -> list[str]:
+        """What each of `r`'s aliases names, resolved as the engine resolves an alias spec
+        (pkg/resource/deploy: empty name/type/stack/project default to the resource's own; `parentUrn`
+        or `noParent`, else the resource's current parent)."""
+        out = []
+        for a in r.aliases:
+            if a.HasField("urn"):
+                out.append(a.urn)
+                continue
+            s = a.spec
+            name, typ = s.name or r.name, s.type or r.type
+            if s.noParent:
+                parent = None
+            elif s.parentUrn:
+                parent = self.by_mock.get(s.parentUrn)
+                if parent is None:
+                    raise AssertionError(f"{r.type} {r.name}: alias parent {s.parentUrn} was never registered")
+            else:
+                parent = self.by_mock.get(r.parent)
+            qualified = typ if parent is None or parent.type == "pulumi:pulumi:Stack" else \
+                f"{_qualified_type(self.urn(parent))}${typ}"
+            out.append(_urn(s.stack or self.stack, s.project or self.project, qualified, name))
+        return out

@@ -201,13 +201,13 @@ def _dep_names(opts: Any) -> set[str]:
 
 
 def test_router_service_waits_for_the_load_balancer_controller(monkeypatch: pytest.MonkeyPatch) -> None:
-    from infra import kubernetes_app
+    from infra.components import apply
     from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
 
     created: list = []
     releases: list = []
-    _recording(monkeypatch, kubernetes_app, "create", created)
+    _recording(monkeypatch, apply, "create", created)
 
     class RecordingRelease(addons.k8s.helm.v3.Release):  # type: ignore[misc,name-defined]
         def __init__(self, resource_name: str, **kwargs: Any) -> None:

@@ -197,5 +197,5 @@ def test_startup_budget_grows_with_the_plan_weight_load_time() -> None:
     from tests.plan_factory import make_pool
     fast, slow = make_pool(), make_pool()
     slow = slow.model_copy(update={"per_replica": slow.per_replica.model_copy(update={"weights_load_s": 900.0})})
-    s = settings.serving()["startup"]
-    assert startup_budget_s(slow) - startup_budget_s(fast) == math.ceil((900.0 - 40.0) * s["safety_factor"])
+    s = settings.policy().startup
+    assert startup_budget_s(slow) - startup_budget_s(fast) == math.ceil((900.0 - 40.0) * s.safety_factor)

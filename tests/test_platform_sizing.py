@@ -23,9 +23,9 @@ def bundled(request: pytest.FixtureRequest) -> RenderResult:
 
 
 def test_router_row_equals_the_router_the_cluster_runs() -> None:
-    r, row = settings.serving()["router"], system_pods()["router"]
-    assert row.replicas == int(r["replicas"]) and row.cpu_m == int(float(r["cpu_request"]) * 1000)
-    assert row.memory_mib == int(str(r["memory_request"]).removesuffix("Gi")) * 1024
+    r, row = settings.policy().router, system_pods()["router"]
+    assert row.replicas == r.replicas and row.cpu_m == int(float(r.cpu_request) * 1000)
+    assert row.memory_mib == int(r.memory_request.removesuffix("Gi")) * 1024
 
 
 def test_system_node_group_is_sized_from_the_plan_and_can_grow(bundled: RenderResult) -> None:

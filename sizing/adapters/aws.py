@@ -98,7 +98,7 @@ class AwsClients:
         if key not in self._cache:
             cfg = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=30)
             self._cache[key] = boto3.session.Session().client(
-                service, region_name=region, endpoint_url=self.endpoint_url, config=cfg)  # type: ignore[call-overload]
+                service, region_name=region, endpoint_url=self.endpoint_url, config=cfg)
         return self._cache[key]
 
     def ec2(self, region: str) -> Any:

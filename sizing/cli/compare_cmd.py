@@ -12,7 +12,7 @@ from sizing.cli.common import Format, console, guarded
 
 
 def options_for(stack_files: list[Path], strategies: str | None, sets: list[str] | None,
-                catalog: Path | None) -> list:  # type: ignore[type-arg]
+                catalog: Path | None) -> list:
     """One option per stack, or per stack × strategy with --strategies (validated, names checked)."""
     from sizing.analysis.compare import Option
     from sizing.catalog.names import check_names

@@ -254,13 +254,13 @@ class PinnedCatalog(Catalog):
         self.pinned = pinned
 
     @cached_property
-    def offerings(self) -> dict[tuple[str, str], tuple[str, ...]]:  # type: ignore[override]
+    def offerings(self) -> dict[tuple[str, str], tuple[str, ...]]:
         base = {k: v for k, v in Catalog(directory=None).offerings.items() if k[1] != self.pinned.region}
         base.update({(t, self.pinned.region): tuple(azs) for t, azs in self.pinned.offerings.items()})
         return base
 
     @cached_property
-    def instances(self) -> dict[str, Instance]:  # type: ignore[override]
+    def instances(self) -> dict[str, Instance]:
         out = dict(Catalog(directory=None).instances)
         names = {f.name for f in fields(Instance)}
         for row in self.pinned.instances:
@@ -269,7 +269,7 @@ class PinnedCatalog(Catalog):
         return out
 
     @cached_property
-    def models(self) -> dict[str, ModelArch]:  # type: ignore[override]
+    def models(self) -> dict[str, ModelArch]:
         """Bundled models, and the plan's own as it was read at --write (a config.json or Hub model too)."""
         out = dict(Catalog(directory=None).models)
         names = {f.name for f in fields(ModelArch)}
