@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ruff check sizing infra tests bench scripts policy
 mypy sizing infra
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider -m "slow or not slow" "$@"

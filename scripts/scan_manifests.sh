@@ -16,10 +16,7 @@ STACKS="${STACKS:-dev llama405b}"
 SKIPS=1
 [ "${1:-}" = "--no-skips" ] && SKIPS=0
 
-if ! "$SCAN_VENV/bin/checkov" --version 2>/dev/null | grep -qx "$CHECKOV_VERSION"; then
-  python3 -m venv "$SCAN_VENV"
-  "$SCAN_VENV/bin/pip" install --quiet --disable-pip-version-check "checkov==$CHECKOV_VERSION"
-fi
+CHECKOV_VERSION="$CHECKOV_VERSION" SCAN_VENV="$SCAN_VENV" bash "$ROOT/scripts/install_checkov.sh"
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT

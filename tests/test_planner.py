@@ -180,6 +180,7 @@ def test_more_users_never_fewer_gpus(a: int, b: int) -> None:
     assert auto_hi.totals.usd_per_hour >= auto_lo.totals.usd_per_hour - 1e-9
 
 
+@pytest.mark.slow  # 24 tuned plans, each simulating its finalists
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(min_value=15, max_value=200), st.floats(min_value=15, max_value=200))
 def test_tighter_itl_never_cheaper(x: float, y: float) -> None:

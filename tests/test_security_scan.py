@@ -26,19 +26,15 @@ import checkov_prepare  # noqa: E402
 
 
 def _ensure_checkov() -> None:
+    """checkov is installed outside the work tree's venv by scripts/install_checkov.sh (.ci/run runs it),
+    never from inside a test: without it the scan fails under CI=true and is skipped locally."""
     checkov = SCAN_VENV / "bin" / "checkov"
     if checkov.exists():
         return
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(SCAN_VENV)], check=True, capture_output=True, timeout=120)
-        subprocess.run([str(SCAN_VENV / "bin" / "pip"), "install", "--quiet", f"checkov=={CHECKOV_VERSION}"],
-                       check=True, capture_output=True, timeout=600)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
-        detail = getattr(e, "stderr", b"") or b""
-        msg = f"cannot install checkov {CHECKOV_VERSION} into {SCAN_VENV}: {e} {detail.decode()[-500:]}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    msg = f"checkov {CHECKOV_VERSION} is not in {SCAN_VENV}: bash scripts/install_checkov.sh"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(msg)
+    pytest.skip(msg)
 
 
 @pytest.mark.slow
