@@ -10,6 +10,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from sizing.catalog.records import MXFP4_BITS_PER_WEIGHT
+
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import EngineDefaults, ModelArch, PrecisionFormat
@@ -27,8 +29,6 @@ def native_expert_bytes_per_param(model: ModelArch) -> float | None:
     """Bytes per routed-expert weight as the published checkpoint stores them, when its experts
     are natively quantized (gpt-oss: MXFP4, 4.25 bits with the block scales); else None."""
     if model.native_expert_format == "mxfp4":
-        from sizing.catalog.architectures.gpt_oss import MXFP4_BITS_PER_WEIGHT
-
         return MXFP4_BITS_PER_WEIGHT / 8.0
     return None
 

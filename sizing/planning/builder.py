@@ -27,21 +27,17 @@ from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, Syste
 from sizing.planning.allocatable import per_replica_requests
 from sizing.planning.batching import BUDGETS
 from sizing.planning.candidates import Evaluated, instances_for, strategy_of
-from sizing.planning.demand import Demand, demand_of
+from sizing.planning.demand import Demand
+from sizing.planning.infeasible import worst_reasons
 from sizing.planning.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
 from sizing.planning.node_storage import cache_fits_nvme, model_cache_gib, root_volume_gib
 from sizing.planning.purchase import cheapest_for_mixed_purchase, split, spot_notes
-from sizing.planning.search import cost_key, search
 from sizing.planning.system_nodes import nat_gateway_count, size_system_nodes
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch
     from sizing.stack import Stack
-
-REASON_ORDER = ("misses-itl", "misses-ttft", "does-not-fit", "needs-checkpoint", "unsupported-precision",
-                "no-price", "bad-parallelism", "not-offered", "fractional-gpu", "no-gpu-specs")
-
 
 def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
     """The replica config, with the batching flags the planner tuned (sizing.planning.batching) if any."""
@@ -230,24 +226,13 @@ def _alternatives(chosen_usd_h: float, chosen_key: tuple[str, str, int, int] | N
                 usd_per_month=round(usd_per_month(ev.usd_per_hour), 2),
                 usd_per_million_output_tokens=None, why_not_chosen=why)
     for s in searches:
-        for gpu, (code, detail, inst, prec, tp) in _worst_reasons(s.rejections).items():
+        for gpu, (code, detail, inst, prec, tp) in worst_reasons(s.rejections).items():
             strat = "scale-up" if inst.startswith("p") else "scale-out"
             if (strat, gpu) in seen:
                 continue
             seen[(strat, gpu)] = Alternative(strategy=strat, gpu=gpu, instance_type=inst, precision=prec,
                                              tensor_parallel=tp, feasible=False, why_not_chosen=f"{code}: {detail}")
     return sorted(seen.values(), key=lambda a: (not a.feasible, a.usd_per_month or 0.0))
-
-
-def _worst_reasons(rejections: list[Any]) -> dict[str, tuple[str, str, str, str, int]]:
-    """Per GPU: the most informative rejection (SLO misses first, then memory, then catalog)."""
-    out: dict[str, tuple[str, str, str, str, int]] = {}
-    rank = {c: i for i, c in enumerate(REASON_ORDER)}
-    for r in rejections:
-        cur = out.get(r.gpu)
-        if cur is None or rank.get(r.reason, 99) < rank.get(cur[0], 99):
-            out[r.gpu] = (r.reason, r.detail, r.instance_type, r.precision, r.tensor_parallel)
-    return out
 
 
 def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any, others: dict[str, Any],
@@ -369,127 +354,3 @@ def _gpu_line(p: Pool) -> Any:
     return CostLine(name=f"GPU instances ({p.purchase}, {p.instance_type})", quantity=p.instances_desired,
                     unit="instances", usd_per_month=round(usd_per_month(p.usd_per_hour), 2),
                     source="prices.csv")
-
-
-# Suggestions stay "nearby": an ITL target is relaxed at most to ITL_SUGGESTION_CAP_MS (or 4× the
-# target, whichever is lower; slower than ~5 tokens/s is no longer a chat), and a suggestion costing
-# more than SUGGESTION_MAX_USD_MONTH (or 3× the stack's budget) or 10× the cheapest one is not shown.
-ITL_LADDER = (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0)
-TTFT_LADDER = (1.5, 2.0, 3.0, 5.0)
-ITL_SUGGESTION_CAP_MS = 200.0
-TTFT_SUGGESTION_CAP_MS = 10_000.0
-SUGGESTION_MAX_USD_MONTH = 1_000_000.0
-
-
-def condensed_problems(rejections: list[Any]) -> list[str]:
-    """One line per GPU (its most informative rejection); a detail shared by every GPU becomes one line;
-    GPUs without a datasheet row are one "skipped" line."""
-    reasons = _worst_reasons(rejections)
-    skipped = sorted(g for g, (code, *_r) in reasons.items() if code == "no-gpu-specs")
-    rest = {g: v for g, v in reasons.items() if v[0] != "no-gpu-specs"}
-    details = {(code, detail) for (code, detail, *_r) in rest.values()}
-    if len(rest) > 1 and len(details) == 1:
-        problems = [f"every GPU: {next(iter(details))[1]}"]
-    else:
-        problems = [f"{gpu}: {code}: {detail}" for gpu, (code, detail, _i, _p, _t) in sorted(rest.items())]
-    if skipped:
-        problems.append(f"skipped (no datasheet row in gpus.csv): {', '.join(skipped)}")
-    return problems
-
-
-def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any,
-                     demand: Demand) -> NoFeasiblePlanError:
-    """Why nothing is feasible (per GPU type) and the cheapest nearby changes that work, each re-planned
-    and priced: a relaxed SLO, another precision (with a checkpoint where it needs one), more GPUs."""
-    problems = condensed_problems(main.rejections)
-    if not problems:
-        problems = ["no instance type is allowed by the hardware section in this region"]
-    w, hw = stack.workload, stack.hardware
-    found: list[dict[str, Any]] = []
-
-    def cheapest(w2: Any, hw2: Any, strat: str) -> Evaluated | None:
-        # the demand follows the SLO when tokens/s per user defaults to 1000 / ITL
-        # priced as plan_stack prices it: the finalists' batching flags tuned and simulated
-        from sizing.planning.batching import tune_finalists
-
-        d2 = demand_of(w2)
-        found = search(cat, model, w2, hw2, stack.region, strat, d2).feasible
-        tuned = tune_finalists(cat, model, w2, d2, found, hw2.redundancy, cost_key) if found else []
-        return min(tuned, key=cost_key) if tuned else None
-
-    def add(change: str, setting: dict[str, Any], ev: Evaluated | None) -> bool:
-        if ev is None:
-            return False
-        found.append({"change": change, "set": setting, "plan": ev.cand.label(), "gpus": ev.gpus,
-                      "usd_per_month": round(usd_per_month(ev.usd_per_hour), 2)})
-        return True
-
-    codes = {r.reason for r in main.rejections}
-    if "misses-itl" in codes or "misses-ttft" in codes:
-        cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
-        for factor in ITL_LADDER:
-            itl = round(w.slo.itl_p95_ms * factor, 1)
-            if itl > cap:
-                break
-            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"itl_p95_ms": itl})})
-            if add(f"ITL p95 {w.slo.itl_p95_ms:g} ms → {itl:g} ms", {"workload.slo.itl_p95_ms": itl},
-                   cheapest(w2, hw, strategy)):
-                break
-        for factor in TTFT_LADDER:
-            ttft = round(w.slo.ttft_p95_ms * factor)
-            if ttft > max(TTFT_SUGGESTION_CAP_MS, w.slo.ttft_p95_ms):
-                break
-            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"ttft_p95_ms": ttft})})
-            if add(f"TTFT p95 {w.slo.ttft_p95_ms:g} ms → {ttft:g} ms", {"workload.slo.ttft_p95_ms": ttft},
-                   cheapest(w2, hw, strategy)):
-                break
-    for prec in ("fp8", "int4-awq"):
-        if prec in w.precisions and (prec in w.checkpoints or not cat.precision(prec).needs_prequantized_checkpoint):
-            continue
-        fmt = cat.precision(prec)
-        needs_ckpt = fmt.needs_prequantized_checkpoint and prec not in w.checkpoints
-        unnamed_checkpoint = f"<{prec} checkpoint of {model.hf_id}>"
-        extra = {"checkpoints": {**w.checkpoints, prec: unnamed_checkpoint}} if needs_ckpt else {}
-        w2 = w.model_copy(update={"precision": list(dict.fromkeys(w.precisions + [prec])), **extra})
-        ev = cheapest(w2, hw, strategy)
-        if ev is not None and ev.cand.precision == prec:
-            setting: dict[str, Any] = {"workload.precision": w2.precisions}
-            if needs_ckpt:
-                change = (f"{prec} with a pre-quantized checkpoint (set llmcap:workload.checkpoints.{prec} to its "
-                          "Hugging Face id)")
-                setting[f"workload.checkpoints.{prec}"] = unnamed_checkpoint
-            elif prec in w.checkpoints:
-                change = f"allow precision {prec} (checkpoint {w.checkpoints[prec]})"
-            else:
-                change = f"allow precision {prec} (quantized on load)"
-            add(change, setting, ev)
-    if hw.gpus or hw.instance_types:
-        hw2 = hw.model_copy(update={"gpus": None, "instance_types": None})
-        ev = cheapest(w, hw2, "auto" if strategy == "mixed" else strategy)
-        if ev is not None:
-            gpus = [*(hw.gpus or []), ev.cand.instance.gpu]
-            hw3 = hw.model_copy(update={"gpus": gpus, "instance_types": None})
-            add(f"allow {ev.cand.instance.gpu} (llmcap:hardware.gpus)", {"hardware.gpus": gpus,
-                **({"hardware.instance_types": None} if hw.instance_types else {})},
-                cheapest(w, hw3, "auto" if strategy == "mixed" else strategy))
-    if strategy not in ("auto", "mixed"):
-        add("strategy auto (every instance family)", {"hardware.strategy": "auto"}, cheapest(w, hw, "auto"))
-    ceiling = SUGGESTION_MAX_USD_MONTH if stack.budget_usd_month is None else 3 * stack.budget_usd_month
-    found.sort(key=lambda f: f["usd_per_month"])
-    if found:
-        ceiling = min(ceiling, 10 * found[0]["usd_per_month"])
-    shown = [f for f in found if f["usd_per_month"] <= ceiling]
-    dropped = len(found) - len(shown)
-    suggestions = [f"{f['change']}: {f['plan']}, ${f['usd_per_month']:,.0f}/month" for f in shown]
-    if not suggestions:
-        itl_cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
-        under = f", under ${ceiling:,.0f}/month" if dropped else ""
-        suggestions.append(
-            f"no nearby change works (ITL up to {itl_cap:g} ms, fp8/int4-awq, any GPU{under}): "
-            "use a smaller model, shorter prompts/outputs, or fewer concurrent users")
-    err = NoFeasiblePlanError(
-        f"no feasible plan for {model.hf_id} in {stack.region} ({strategy})",
-        [f"no deployment of {model.hf_id} meets the workload in {stack.region} (strategy {strategy}):"] + problems,
-        rejections=[r.model_dump() for r in main.rejections], suggestions=suggestions)
-    err.suggestion_details = shown
-    return err

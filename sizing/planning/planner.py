@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from sizing.catalog.records import ModelArch
     from sizing.plan import Plan
-    from sizing.spec import WorkloadSpec
+    from sizing.planning.candidates import Evaluated
+    from sizing.spec import HardwareSpec, WorkloadSpec
     from sizing.stack import Stack
 
 
@@ -45,7 +46,8 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     `goodput_scale=True` applies the user's calibration overlay if one exists; pass None to ignore it.
     Raises NoFeasiblePlanError with the reason per GPU type and what would make it feasible.
     """
-    from sizing.planning.builder import build_plan, infeasible_error
+    from sizing.planning.builder import build_plan
+    from sizing.planning.infeasible import infeasible_error
 
     cat = catalog or load_catalog()
     cat.check_region(stack.region)
@@ -64,7 +66,8 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     scale = default_goodput_scale() if goodput_scale is True else (goodput_scale or None)
     main = search(cat, model, w, hw, stack.region, strat, demand, scale)
     if not main.feasible:
-        raise infeasible_error(cat, model, stack, strat, main, demand)
+        raise infeasible_error(cat, model, stack, strat, main,
+                               lambda w2, hw2, s: cheapest_tuned(cat, model, stack.region, w2, hw2, s))
     if tune_batching:
         from sizing.planning.batching import tune_finalists
 
@@ -117,3 +120,16 @@ def default_planner(catalog_dir: Path | None = None) -> Callable[[str, str, str]
         return plan_stack(stack, load_catalog(catalog_dir), None, goodput_scale=None)
 
     return plan_text
+
+
+def cheapest_tuned(cat: Catalog, model: ModelArch, region: str, w: WorkloadSpec, hw: HardwareSpec,
+                   strategy: str) -> Evaluated | None:
+    """The cheapest feasible candidate for a spec, priced as plan_stack prices it: searched, then the
+    finalists' batching flags tuned and simulated. The demand follows the spec (tokens/s per user
+    defaults to 1000 / ITL, so a relaxed ITL target also changes the demand)."""
+    from sizing.planning.batching import tune_finalists
+
+    demand = demand_of(w)
+    found = search(cat, model, w, hw, region, strategy, demand).feasible
+    tuned = tune_finalists(cat, model, w, demand, found, hw.redundancy, cost_key) if found else []
+    return min(tuned, key=cost_key) if tuned else None

@@ -35,8 +35,6 @@ from sizing.catalog.architectures.base import (
 
 MODEL_TYPES = ("gpt_oss",)
 
-MXFP4_BITS_PER_WEIGHT = 4 + 8 / 32  # E2M1 element + one E8M0 scale per 32-element block
-
 
 
 class GptOssConfig(BaseConfig):
