@@ -42,6 +42,7 @@ from botocore.exceptions import (
 
 from sizing.catalog.paths import BUNDLED_DIR, USER_CACHE_DIR
 from sizing.errors import LlmcapError
+from sizing.stack import DEFAULT_REGION
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 ENDPOINT_ENV = "LLMCAP_AWS_ENDPOINT_URL"
 PRICING_REGION = "us-east-1"  # the Pricing API lives in us-east-1 (also eu-central-1, ap-south-1)
-DEFAULT_REGION = "us-east-1"
 SPOT_PRODUCT = "Linux/UNIX"
 ACCESS_DENIED_CODES = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthFailure",
                        "InvalidClientTokenId", "UnrecognizedClientException", "ExpiredToken",

@@ -9,6 +9,7 @@ import typer
 
 from sizing.catalog.lookup import load_catalog
 from sizing.cli.common import TableOrJson, console, emit_json, guarded
+from sizing.stack import DEFAULT_REGION
 
 CatalogOpt = typer.Option(None, "--catalog", help="catalog directory (default: bundled, or the user cache)")
 
@@ -54,7 +55,7 @@ def gpus(fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"), catalog
 
 @guarded
 def instances(fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
-              region: str = typer.Option("us-east-1", "--region"), catalog: Path | None = CatalogOpt) -> None:
+              region: str = typer.Option(DEFAULT_REGION, "--region"), catalog: Path | None = CatalogOpt) -> None:
     """List AWS GPU instance types with their on-demand price in a region."""
     cat = load_catalog(catalog)
     cat.check_region(region)

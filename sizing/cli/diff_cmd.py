@@ -25,6 +25,7 @@ def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> Non
     from sizing.cost.resources import load_resources, price_resources
     from sizing.cost.resources.base import PricingContext
     from sizing.errors import SpecError
+    from sizing.stack import DEFAULT_REGION
 
     cat = load_catalog(catalog)
     for spec in specs:
@@ -40,7 +41,7 @@ def _attach_previews(d: CostDiff, specs: list[str], catalog: Path | None) -> Non
             else:
                 raise SpecError(f"--preview-json {file}: say which stack it is for: --preview-json STACK={file}")
         side = next((s.after for s in d.stacks if s.stack == stack and s.after is not None), None)
-        region = side.region if side is not None and side.region else "us-east-1"
+        region = side.region if side is not None and side.region else DEFAULT_REGION
         attach_resources(d, stack, price_resources(resources, PricingContext(cat, region)))
 
 

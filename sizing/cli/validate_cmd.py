@@ -11,7 +11,7 @@ from sizing.catalog.lookup import load_catalog
 from sizing.catalog.names import check_names
 from sizing.cli.common import guarded
 from sizing.errors import SpecError
-from sizing.stack import load_stack
+from sizing.stack import DEFAULT_REGION, load_stack
 
 
 @guarded
@@ -46,7 +46,7 @@ def schema() -> None:
         "title": "llmcap stack config (the `config:` mapping of stacks/Pulumi.<env>.yaml)",
         "type": "object",
         "properties": {
-            "aws:region": {"type": "string", "default": "us-east-1"},
+            "aws:region": {"type": "string", "default": DEFAULT_REGION},
             "llmcap:workload": WorkloadSpec.model_json_schema(),
             "llmcap:hardware": HardwareSpec.model_json_schema(),
             "llmcap:deployment": DeploymentOptions.model_json_schema(),
