@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sizing.analysis.sweep import Option, parse_sweep, run_sweep  # noqa: E402
+from sizing.analysis.comparison import Option  # noqa: E402
+from sizing.analysis.sweep import parse_sweep, run_sweep  # noqa: E402
 from sizing.catalog.lookup import load_catalog  # noqa: E402
 from sizing.stack import load_stack  # noqa: E402
 

@@ -1,8 +1,8 @@
-"""A feasible compare row (sizing.analysis.compare.OptionSummary) with only what a verdict test varies."""
+"""A feasible compare row (sizing.analysis.comparison.OptionSummary) with only what a verdict test varies."""
 
 from __future__ import annotations
 
-from sizing.analysis.compare import OptionSummary
+from sizing.analysis.comparison import OptionSummary
 
 
 def option_row(label: str, usd_per_month: float, blast_radius: float, pools: list[str], model: str = "m",

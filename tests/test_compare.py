@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from sizing.analysis.compare import InfeasibleOption, OptionRow, blast_radius, verdict
+from sizing.analysis.compare import blast_radius, verdict
+from sizing.analysis.comparison import InfeasibleOption, Option, OptionRow, SweepPoint
 from sizing.analysis.sweep import (
-    Option,
-    SweepPoint,
     find_crossovers,
     find_feasibility_edges,
     parse_sweep,
+    priced_point,
     run_sweep,
     with_value,
 )
@@ -126,7 +126,7 @@ def test_200_point_users_sweep_is_fast(cat: Catalog) -> None:
 
 
 def _series(xs: list[float], ys: list[float | None]) -> list[SweepPoint]:
-    return [SweepPoint.priced(x, y, None, 0, "") for x, y in zip(xs, ys, strict=True)]
+    return [priced_point(x, y, None, 0, "") for x, y in zip(xs, ys, strict=True)]
 
 
 def test_crossover_found_where_constructed_curves_cross() -> None:

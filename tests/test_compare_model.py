@@ -1,5 +1,5 @@
-"""The compare document is one versioned pydantic model (sizing.analysis.compare.Comparison, with
-sizing.analysis.sweep.Sweep): the JSON the CLI writes reads back into it and writes out byte for byte,
+"""The compare document is one versioned pydantic model (sizing.analysis.comparison.Comparison, with
+its Sweep): the JSON the CLI writes reads back into it and writes out byte for byte,
 absent parts stay absent, and a document whose top-level crossovers disagree with its sweep is rejected."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from sizing.analysis.compare import SCHEMA_VERSION, Comparison, InfeasibleOption, OptionSummary
-from sizing.analysis.sweep import SweepPoint
+from sizing.analysis.comparison import SCHEMA_VERSION, Comparison, InfeasibleOption, OptionSummary, SweepPoint
+from sizing.analysis.sweep import priced_point
 from tests.compare_factory import option_row
 from tests.golden_files import GOLDEN_DIR
 
@@ -50,9 +50,18 @@ def test_top_level_crossovers_must_be_the_sweeps() -> None:
 
 
 def test_a_point_keeps_its_unrounded_cost_for_crossovers() -> None:
-    p = SweepPoint.priced(10.0, 1.234567, 0.1234567, 4, "2× g6.12xlarge")
+    p = priced_point(10.0, 1.234567, 0.1234567, 4, "2× g6.12xlarge")
     assert (p.usd_per_hour, p.usd_per_month, p.usd_per_million_output_tokens) == (1.2346, 901.23, 0.1235)
     assert p.exact_usd_per_hour == 1.234567
     back = SweepPoint.model_validate(p.model_dump(mode="json"))
     assert back.exact_usd_per_hour == 1.2346  # read back from JSON: the rounded figure
-    assert not SweepPoint.priced(1.0, None).feasible
+    assert not priced_point(1.0, None).feasible
+
+
+def test_the_views_depend_on_the_document_not_the_planner() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, sizing.report.compare_views; print('sizing.planning.planner' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.analysis.compare import Comparison, verdict
-from sizing.analysis.sweep import Sweep
+from sizing.analysis.compare import verdict
+from sizing.analysis.comparison import Comparison, Sweep
 from sizing.cli.app import app
 from tests.compare_factory import option_row as _row
 

@@ -1,10 +1,9 @@
 """Compare deployment options (stacks, or strategies of one stack): a Plan per option, a summary
 row each (GPUs, $/month, $/1M tokens, SLO headroom, blast radius, cold start), a verdict with its
-reason. The result is `Comparison`, one versioned pydantic model (the `llmcap compare --format json`
-document, with the sweep of sizing.analysis.sweep when one is asked for) that every compare view
-(sizing.report.compare_views) and the plot (sizing.report.plot) read.
+reason: a `Comparison` (sizing.analysis.comparison, the versioned `llmcap compare --format json`
+document, which gains the sweep of sizing.analysis.sweep when one is asked for).
 
-Owns: option evaluation, identical deployments, the verdict, the comparison document. Must not import
+Owns: option evaluation, identical deployments, the verdict. Must not import
 matplotlib (sizing.report.plot does, only when a plot is asked for), pulumi or boto3.
 
 Units: $/hour and $/month (730 h) are GPU instances of the whole deployment (every pool);
@@ -14,11 +13,9 @@ radius are shares (0..1).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
-
-from sizing.analysis.sweep import Crossover, Option, Sweep
+from sizing.analysis.comparison import Comparison, InfeasibleOption, Option, OptionRow, OptionSummary
 from sizing.errors import NoFeasiblePlanError
 from sizing.planning.planner import plan_stack
 from sizing.planning.search import GoodputScale
@@ -26,99 +23,6 @@ from sizing.planning.search import GoodputScale
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.plan import Plan
-
-SCHEMA_VERSION = 1
-
-
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class OptionSummary(_M):
-    """One option that has a plan: the Plan's figures every view shows, plus blast radius and cold start.
-
-    `same_as`: the label of an earlier option that is the identical deployment (absent otherwise)."""
-
-    label: str
-    stack: str
-    strategy: str
-    feasible: Literal[True] = True
-    model: str
-    pools: list[str]  # "6× g6.12xlarge (12 replicas of L4 ×2, int4-awq)"
-    gpu: str  # the first pool's
-    instance_type: str
-    precision: str
-    gpus: int
-    instances: int
-    usd_per_hour: float  # GPU instances, at desired size
-    usd_per_month: float
-    all_in_usd_per_month: float  # GPU instances + platform
-    usd_per_million_output_tokens: float  # GPU only, at planned load
-    usd_per_million_output_tokens_at_capacity: float
-    ttft_p95_ms: float
-    itl_p95_ms: float
-    ttft_headroom: float  # 1 - p95 / target, the tightest pool's
-    itl_headroom: float
-    blast_radius: float  # share of goodput capacity lost when the worst node fails
-    survives_node_loss: bool
-    cold_start_s: float  # a new replica on a new node until it serves, the slowest pool's
-    utilization: float  # planned load / goodput capacity
-    cheapest_api_usd_per_million_output_tokens: float | None
-    warnings: list[str]
-    same_as: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _absent_same_as(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
-        if self.same_as is None:
-            out.pop("same_as", None)
-        return out
-
-
-class InfeasibleOption(_M):
-    """One option without a plan that meets the SLO, and why (the planner's problems and suggestions)."""
-
-    label: str
-    stack: str
-    strategy: str
-    feasible: Literal[False] = False
-    problems: list[str]
-    suggestions: list[str]
-
-
-OptionRow = OptionSummary | InfeasibleOption
-
-
-class Comparison(_M):
-    """The `llmcap compare --format json` document: every option, the winner and why; with a sweep,
-    its points, crossovers (repeated at the top level) and feasibility edges. `sweep` is absent
-    from the JSON when no sweep was asked for."""
-
-    schema_version: int = SCHEMA_VERSION
-    options: list[OptionRow]
-    winner: str | None
-    reason: str
-    crossovers: list[Crossover] = Field(default_factory=list)
-    sweep: Sweep | None = None
-
-    @model_validator(mode="after")
-    def _crossovers_are_the_sweeps(self) -> Comparison:
-        if self.crossovers != (self.sweep.crossovers if self.sweep else []):
-            raise ValueError("crossovers: must be the sweep's crossovers (none without a sweep)")
-        return self
-
-    @model_serializer(mode="wrap")
-    def _absent_sweep(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
-        if self.sweep is None:
-            out.pop("sweep", None)
-        return out
-
-    def with_sweep(self, sweep: Sweep | None) -> Comparison:
-        """This comparison with a sweep of the same options (None: without one)."""
-        return Comparison(options=self.options, winner=self.winner, reason=self.reason,
-                          crossovers=list(sweep.crossovers) if sweep else [], sweep=sweep)
-
 
 # ---------------------------------------------------------------- one plan per option
 

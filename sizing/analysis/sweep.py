@@ -1,11 +1,11 @@
 """Sweeps of one workload variable across deployment options: each option priced at every swept
 value, with the crossovers where the cheaper of two options changes and the edges where an option
-starts or stops having a plan that meets the SLO. The results are pydantic models (`Sweep` and its
-points, crossovers and edges), the `sweep` part of the versioned comparison document
-(sizing.analysis.compare.Comparison) that every compare view and the plot read.
+starts or stops having a plan that meets the SLO. The results are the `sweep` part of the versioned
+comparison document (sizing.analysis.comparison: `Sweep`, its points, crossovers and edges) that every
+compare view and the plot read.
 
-Owns: the sweep spec (`--sweep VAR=LO..HI`), the options compared (`Option`), pricing per point,
-crossovers, feasibility edges, the cheapest hosted API. Must not import matplotlib, pulumi or boto3.
+Owns: the sweep spec (`--sweep VAR=LO..HI`), pricing per point, crossovers, feasibility edges, the
+cheapest hosted API. Must not import matplotlib, pulumi or boto3.
 
 Sweeps do not re-plan each point. For `users` and `rate` the goodput of a candidate does not depend
 on the demand, so each option's candidates are searched once and re-sized per point
@@ -23,10 +23,9 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
-
+from sizing.analysis.comparison import NO_PLAN, CheapestApi, Crossover, FeasibilityEdge, Option, Sweep, SweepPoint
 from sizing.cost.money import api_comparison, usd_per_million_tokens, usd_per_month
 from sizing.errors import SpecError
 from sizing.perf.goodput import goodput
@@ -61,20 +60,9 @@ SWEEP_VARS = {
 INTEGER_VARS = ("users", "prompt_tokens")
 DEFAULT_POINTS = 60
 MAX_POINTS = 2000
-NO_PLAN = "no plan meets the SLO"  # a point's deployment when no candidate meets the SLO
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
-
-@dataclass(frozen=True)
-class Option:
-    """One thing compared: a stack planned with a strategy."""
-
-    label: str
-    stack: Stack
-    strategy: str
 
 
 # ---------------------------------------------------------------- the spec
@@ -141,96 +129,18 @@ def with_value(w: WorkloadSpec, var: str, x: float) -> WorkloadSpec:
     return WorkloadSpec.model_validate(d)
 
 
-# ---------------------------------------------------------------- the results
-
-
-class SweepPoint(_M):
-    """One option at one swept value: the cheapest deployment that meets the SLO there.
-
-    The fields are the document's (rounded: $/hour and $/1M to 4 decimals, $/month to cents); the
-    crossover search compares the unrounded $/hour (`exact_usd_per_hour`). None: no candidate meets
-    the SLO at this value."""
-
-    x: float
-    usd_per_hour: float | None
-    usd_per_month: float | None
-    usd_per_million_output_tokens: float | None
-    gpus: int
-    deployment: str  # e.g. "3× g6.12xlarge fp8 TP4"
-    _exact_usd_per_hour: float | None = PrivateAttr(default=None)
-
-    @classmethod
-    def priced(cls, x: float, usd_per_hour: float | None, usd_per_million_output_tokens: float | None = None,
-               gpus: int = 0, deployment: str = NO_PLAN) -> SweepPoint:
-        """A point from unrounded figures ($/hour of the whole deployment; None: infeasible)."""
-        if usd_per_hour is None:
-            return cls(x=x, usd_per_hour=None, usd_per_month=None, usd_per_million_output_tokens=None, gpus=gpus,
-                       deployment=deployment)
-        p = cls(x=x, usd_per_hour=round(usd_per_hour, 4), usd_per_month=round(usd_per_month(usd_per_hour), 2),
-                usd_per_million_output_tokens=None if usd_per_million_output_tokens is None
-                else round(usd_per_million_output_tokens, 4), gpus=gpus, deployment=deployment)
-        p._exact_usd_per_hour = usd_per_hour
-        return p
-
-    @property
-    def exact_usd_per_hour(self) -> float | None:
-        """The unrounded $/hour when this point was priced here (a point read back from JSON: the rounded one)."""
-        return self._exact_usd_per_hour if self._exact_usd_per_hour is not None else self.usd_per_hour
-
-    @property
-    def feasible(self) -> bool:
-        return self.usd_per_hour is not None
-
-
-class Crossover(_M):
-    """Where the cheaper of two options changes: `cheaper_after` is cheaper from `x` on, `cheaper_before`
-    was cheaper at `last_x_before` (the last value with the old order, swept or refined)."""
-
-    between: list[str]
-    x: float
-    last_x_before: float
-    variable: str
-    cheaper_before: str
-    cheaper_after: str
-    usd_per_month_at_x: dict[str, float]  # each option's $/month at x
-    text: str
-
-
-class FeasibilityEdge(_M):
-    """Where an option starts (`feasible` "above") or stops ("below") having a plan that meets the SLO:
-    a plan exists at `x`, none at `other_x`."""
-
-    option: str
-    variable: str
-    feasible: Literal["above", "below"]
-    x: float
-    other_x: float
-    text: str
-
-
-class CheapestApi(_M):
-    """The cheapest hosted-API price for the compared model (or the nearest comparable one), USD per 1M tokens."""
-
-    provider: str
-    model: str
-    exact_model: bool
-    usd_per_million_output_tokens: float
-    usd_per_million_input_tokens: float
-    note: str
-
-
-class Sweep(_M):
-    """Every option priced at every swept value, in the order of `values`."""
-
-    variable: str  # one of SWEEP_VARS
-    label: str  # the variable in words, SWEEP_VARS
-    log_spaced: bool
-    values: list[float]
-    series: dict[str, list[SweepPoint]]  # option label → one point per value
-    crossovers: list[Crossover]
-    feasibility_edges: list[FeasibilityEdge]
-    cheapest_api: CheapestApi | None
-    warnings: list[str]
+def priced_point(x: float, usd_per_hour: float | None, usd_per_million_output_tokens: float | None = None,
+                 gpus: int = 0, deployment: str = NO_PLAN) -> SweepPoint:
+    """A point from unrounded figures ($/hour of the whole deployment; None: infeasible): the document's
+    rounded fields, and the unrounded $/hour the crossover search compares."""
+    if usd_per_hour is None:
+        return SweepPoint(x=x, usd_per_hour=None, usd_per_month=None, usd_per_million_output_tokens=None, gpus=gpus,
+                          deployment=deployment)
+    p = SweepPoint(x=x, usd_per_hour=round(usd_per_hour, 4), usd_per_month=round(usd_per_month(usd_per_hour), 2),
+                   usd_per_million_output_tokens=None if usd_per_million_output_tokens is None
+                   else round(usd_per_million_output_tokens, 4), gpus=gpus, deployment=deployment)
+    p.set_exact_usd_per_hour(usd_per_hour)
+    return p
 
 
 # ---------------------------------------------------------------- pricing one option per point
@@ -294,11 +204,12 @@ class _Prepared:
         return s[0] if s else 1.0
 
     def _goodput(self, *args: Any, **kwargs: Any) -> Goodput:
-        cat, cfg, shape, ttft, itl = args
-        key = (cfg, shape, ttft, itl, kwargs.get("mode", "closed"), kwargs.get("targets"))
+        """sizing.perf.goodput.goodput, memoised across options and points (same config, shape and SLO)."""
+        cat, cfg, shape, ttft_p95_ms, itl_p95_ms = args
+        key = (cfg, shape, ttft_p95_ms, itl_p95_ms, kwargs.get("mode", "closed"), kwargs.get("targets"))
         hit = self._memo.get(key)
         if hit is None:
-            hit = self._memo[key] = goodput(cat, cfg, shape, ttft, itl, **kwargs)
+            hit = self._memo[key] = goodput(cat, cfg, shape, ttft_p95_ms, itl_p95_ms, **kwargs)
         return hit
 
     def _bound(self, key: tuple[Any, ...], x: float) -> Goodput | str | None:
@@ -357,7 +268,7 @@ class _Prepared:
     def point(self, x: float) -> SweepPoint:
         feas, demand = self.feasible_at(x)
         if not feas:
-            return SweepPoint.priced(x, None)
+            return priced_point(x, None)
         if self.mixed:
             mix = best_mix(feas, self.hw.redundancy)
             assert mix is not None  # feas is non-empty
@@ -367,7 +278,7 @@ class _Prepared:
         else:
             best = min(feas, key=lambda e: (round(e.usd_per_hour, 6), e.gpus, -e.gp.output_tokens_per_s))
             usd_per_hour, gpus, deployment = best.usd_per_hour, best.gpus, f"{best.instances}× {best.cand.label()}"
-        return SweepPoint.priced(x, usd_per_hour, usd_per_million_tokens(usd_per_hour, demand.output_tokens_per_s),
+        return priced_point(x, usd_per_hour, usd_per_million_tokens(usd_per_hour, demand.output_tokens_per_s),
                                  gpus, deployment)
 
     def points(self, xs: tuple[float, ...]) -> list[SweepPoint]:
@@ -413,7 +324,7 @@ def find_crossovers(var: str, series: dict[str, list[SweepPoint]], price_at: Pri
         for b in names[i + 1:]:
             last: tuple[int, SweepPoint] | None = None  # (sign, point of a)
             for pa, pb in zip(series[a], series[b], strict=True):
-                usd_a, usd_b = pa.exact_usd_per_hour, pb.exact_usd_per_hour
+                usd_a, usd_b = pa.exact_usd_per_hour, pb.exact_usd_per_hour  # unrounded $/hour
                 if usd_a is None or usd_b is None:
                     continue
                 s = _sign(usd_a, usd_b)
@@ -426,17 +337,17 @@ def find_crossovers(var: str, series: dict[str, list[SweepPoint]], price_at: Pri
                         pf: PriceAt = price_at
 
                         def holds(x: float, _s: int = s, _a: str = a, _b: str = b, _p: PriceAt = pf) -> bool:
-                            ya, yb = _p(_a, x), _p(_b, x)
-                            return ya is not None and yb is not None and _sign(ya, yb) == _s
+                            usd_a, usd_b = _p(_a, x), _p(_b, x)
+                            return usd_a is not None and usd_b is not None and _sign(usd_a, usd_b) == _s
                         x0, x1 = _refine(x0, x1, var, holds)
-                    ya = price_at(a, x1) if price_at else usd_a
-                    yb = price_at(b, x1) if price_at else usd_b
+                    usd_a_at_x = price_at(a, x1) if price_at else usd_a  # $/hour at the crossover
+                    usd_b_at_x = price_at(b, x1) if price_at else usd_b
                     old_cheaper = a if new_cheaper == b else b
                     out.append(Crossover(
                         between=[a, b], x=x1, last_x_before=x0, variable=var,
                         cheaper_before=old_cheaper, cheaper_after=new_cheaper,
-                        usd_per_month_at_x={a: round(usd_per_month(ya or 0.0), 2),
-                                            b: round(usd_per_month(yb or 0.0), 2)},
+                        usd_per_month_at_x={a: round(usd_per_month(usd_a_at_x or 0.0), 2),
+                                            b: round(usd_per_month(usd_b_at_x or 0.0), 2)},
                         text=f"{new_cheaper} becomes cheaper than {old_cheaper} at {SWEEP_VARS[var]} = {x1:g}"))
                 last = (s, pa)
     return sorted(out, key=lambda c: c.x)

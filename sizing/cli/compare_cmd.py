@@ -12,13 +12,13 @@ import typer
 from sizing.cli.common import Format, console, guarded
 
 if TYPE_CHECKING:
-    from sizing.analysis.sweep import Option
+    from sizing.analysis.comparison import Option
 
 
 def options_for(stack_files: list[Path], strategies: str | None, sets: list[str] | None,
                 catalog: Path | None) -> list[Option]:
     """One option per stack, or per stack × strategy with --strategies (validated, names checked)."""
-    from sizing.analysis.sweep import Option
+    from sizing.analysis.comparison import Option
     from sizing.catalog.names import check_names
     from sizing.errors import SpecError
     from sizing.planning.search import STRATEGIES

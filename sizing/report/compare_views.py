@@ -1,16 +1,15 @@
 """Renderers for `llmcap compare`: a side-by-side rich table and markdown, from the comparison model
-(sizing.analysis.compare.Comparison, the same document `--format json` writes). Pure functions of that
+(sizing.analysis.comparison.Comparison, the same document `--format json` writes). Pure functions of that
 model; no planning here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sizing.analysis.compare import OptionRow, OptionSummary
+from sizing.analysis.comparison import OptionRow, OptionSummary
 
 if TYPE_CHECKING:
-    from sizing.analysis.compare import Comparison
-    from sizing.analysis.sweep import Sweep
+    from sizing.analysis.comparison import Comparison, Sweep
 
 ROWS: list[tuple[str, str]] = [
     ("deployment", "deployment"),

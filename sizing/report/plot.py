@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 if TYPE_CHECKING:
-    from sizing.analysis.sweep import Sweep
+    from sizing.analysis.comparison import Sweep
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
