@@ -95,6 +95,14 @@ class EstimateQuery(BaseModel):
     _kv = field_validator("kv_cache_dtype")(_one_of(KV_CACHE_DTYPES))
     _engine = field_validator("engine")(_one_of(ENGINES))
 
+    @field_validator("tp", "pp", "prompt_tokens", "output_tokens", "max_num_batched_tokens", "max_num_seqs", "rate",
+                     "ttft_p95_ms", "itl_p95_ms", mode="before")
+    @classmethod
+    def _not_a_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # JSON true is not 1
+            raise ValueError(f"must be a number (got {v!r})")
+        return v
+
     @field_validator("concurrency", mode="before")
     @classmethod
     def _concurrency(cls, v: Any) -> int | str | None:
