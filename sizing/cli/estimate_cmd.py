@@ -24,9 +24,7 @@ def print_table(fig: dict[str, Any]) -> None:
     t.add_column("figure")
     t.add_column("value", justify="right")
     for k, v in fig.items():
-        if k in ("model", "gpu", "precision"):
-            continue
-        if k in ("why", "goodput_reason", "binds"):
+        if k in ("model", "gpu", "precision", "why", "goodput_reason", "binds"):  # in the title, or lines below
             continue
         t.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
     console().print(t)
