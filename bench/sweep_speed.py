@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sizing.analysis.compare import Option, parse_sweep, run_sweep  # noqa: E402
+from sizing.analysis.comparison import Option  # noqa: E402
+from sizing.analysis.sweep import parse_sweep, run_sweep  # noqa: E402
 from sizing.catalog.lookup import load_catalog  # noqa: E402
 from sizing.stack import load_stack  # noqa: E402
 
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
         sw = run_sweep(opts, spec, cat)
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         worst = max(worst, dt)
-        xs = ", ".join(f"{c['x']:g}" for c in sw.crossovers) or "none"
+        xs = ", ".join(f"{c.x:g}" for c in sw.crossovers) or "none"
         print(f"{name:34} {sweep:24} {len(spec.values):>6} {dt:>7.2f} {cpu:>6.2f}  {xs}")
     load = os.getloadavg()[0]
     print(f"\nslowest: {worst:.2f} s wall (target < {TARGET_S:g} s) -> {'OK' if worst < TARGET_S else 'TOO SLOW'}; "

@@ -1,4 +1,4 @@
-"""sizing.analysis.compare: re-sizing agrees with evaluation, sweeps agree with the planner, crossovers and
+"""sizing.analysis.compare and .sweep: re-sizing agrees with evaluation, sweeps agree with the planner, crossovers and
 feasibility edges are found where constructed curves cross, the verdict gives its reason."""
 
 from __future__ import annotations
@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from sizing.analysis.compare import (
-    Option,
-    SweepPoint,
-    blast_radius,
+from sizing.analysis.compare import blast_radius, verdict
+from sizing.analysis.comparison import InfeasibleOption, Option, OptionRow, SweepPoint
+from sizing.analysis.sweep import (
     find_crossovers,
     find_feasibility_edges,
     parse_sweep,
+    priced_point,
     run_sweep,
-    verdict,
     with_value,
 )
 from sizing.catalog.lookup import Catalog, load_catalog
@@ -27,6 +26,7 @@ from sizing.planning.mix import best_mix
 from sizing.planning.planner import plan_stack
 from sizing.planning.search import search
 from sizing.stack import Stack, load_stack
+from tests.compare_factory import option_row
 from tests.plan_factory import make_plan, make_pool
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
@@ -112,7 +112,7 @@ def test_pruned_per_point_sweep_equals_full_search(cat: Catalog, var: str, spec:
         else:
             assert full.best is not None
             want = full.best.usd_per_hour
-        assert pt.usd_per_hour == pytest.approx(want), f"{var}={pt.x}: {pt.deployment}"
+        assert pt.exact_usd_per_hour == pytest.approx(want), f"{var}={pt.x}: {pt.deployment}"
 
 
 def test_200_point_users_sweep_is_fast(cat: Catalog) -> None:
@@ -126,20 +126,20 @@ def test_200_point_users_sweep_is_fast(cat: Catalog) -> None:
 
 
 def _series(xs: list[float], ys: list[float | None]) -> list[SweepPoint]:
-    return [SweepPoint(x, y, None if y is None else y * 730, None, 0, "") for x, y in zip(xs, ys, strict=True)]
+    return [priced_point(x, y, None, 0, "") for x, y in zip(xs, ys, strict=True)]
 
 
 def test_crossover_found_where_constructed_curves_cross() -> None:
     xs = [1.0, 2.0, 3.0, 4.0, 5.0]
     series = {"small": _series(xs, [1, 2, 3, 4, 5]), "big": _series(xs, [3.5, 3.5, 3.5, 3.5, 3.5])}
     [c] = find_crossovers("users", series)
-    assert (c["cheaper_before"], c["cheaper_after"], c["last_x_before"], c["x"]) == ("small", "big", 3.0, 4.0)
+    assert (c.cheaper_before, c.cheaper_after, c.last_x_before, c.x) == ("small", "big", 3.0, 4.0)
     # refined between two swept values: small costs x, big costs 3.5 → big is cheaper from 4 on
     wide = {"small": _series([1.0, 10.0], [1, 10]), "big": _series([1.0, 10.0], [3.5, 3.5])}
     [r] = find_crossovers("users", wide, lambda name, x: x if name == "small" else 3.5)
-    assert (r["last_x_before"], r["x"]) == (3.0, 4.0)
-    assert r["usd_per_month_at_x"] == {"small": 4 * 730, "big": 3.5 * 730}
-    assert "big becomes cheaper than small" in r["text"]
+    assert (r.last_x_before, r.x) == (3.0, 4.0)
+    assert r.usd_per_month_at_x == {"small": 4 * 730, "big": 3.5 * 730}
+    assert "big becomes cheaper than small" in r.text
 
 
 def test_no_crossover_when_curves_do_not_cross_or_one_is_infeasible() -> None:
@@ -147,7 +147,7 @@ def test_no_crossover_when_curves_do_not_cross_or_one_is_infeasible() -> None:
     assert find_crossovers("users", {"a": _series(xs, [1, 2, 3]), "b": _series(xs, [2, 3, 4])}) == []
     # order flips only across an infeasible gap of b: still a crossover between the feasible points
     got = find_crossovers("users", {"a": _series(xs, [1, 2, 5]), "b": _series(xs, [2, None, 4])})
-    assert [(c["last_x_before"], c["x"]) for c in got] == [(1.0, 3.0)]
+    assert [(c.last_x_before, c.x) for c in got] == [(1.0, 3.0)]
     # ties are not crossovers
     assert find_crossovers("users", {"a": _series(xs, [1, 2, 2]), "b": _series(xs, [2, 2, 2])}) == []
 
@@ -156,18 +156,18 @@ def test_feasibility_edge_found_and_refined() -> None:
     xs = [10.0, 20.0, 30.0]
     series = {"L4": _series(xs, [None, 5, 4]), "A100": _series(xs, [9, 8, 7])}
     [e] = find_feasibility_edges("itl_ms", series, lambda n, x: None if n == "L4" and x < 13.7 else 1.0)
-    assert e["option"] == "L4" and e["feasible"] == "above"
-    assert 13.7 <= e["x"] <= 14.7 and e["other_x"] < 13.7
+    assert e.option == "L4" and e.feasible == "above"
+    assert 13.7 <= e.x <= 14.7 and e.other_x < 13.7
 
 
 # ------------------------------------------------------------------ verdict, blast radius
 
 
-def _row(label: str, usd: float, blast: float = 0.5, feasible: bool = True) -> dict:  # type: ignore[type-arg]
+def _row(label: str, usd: float, blast: float = 0.5, feasible: bool = True) -> OptionRow:
     if not feasible:
-        return {"label": label, "feasible": False, "problems": ["x", f"{label}: misses-itl"]}
-    return {"label": label, "feasible": True, "usd_per_month": usd, "blast_radius": blast, "gpus": 8,
-            "survives_node_loss": True}
+        return InfeasibleOption(label=label, stack=label, strategy="auto", problems=["x", f"{label}: misses-itl"],
+                                suggestions=[])
+    return option_row(label, usd, blast, [label])
 
 
 def test_verdict_names_the_cheaper_option_and_why() -> None:

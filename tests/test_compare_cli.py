@@ -125,7 +125,8 @@ def test_nothing_feasible_exits_3() -> None:
 
 
 def test_matplotlib_only_imported_for_plots() -> None:
-    code = ("import sys, sizing.analysis.compare, sizing.cli.compare_cmd, sizing.report.compare_views; "
+    code = ("import sys, sizing.analysis.compare, sizing.analysis.sweep, sizing.analysis.comparison, "
+            "sizing.cli.compare_cmd, sizing.report.compare_views; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -8,13 +8,14 @@ import json
 import re
 from itertools import combinations
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from sizing.analysis.compare import verdict
+from sizing.analysis.comparison import Comparison, Sweep
 from sizing.cli.app import app
+from tests.compare_factory import option_row as _row
 
 ROOT = Path(__file__).resolve().parents[1]
 S = {n: str(ROOT / "stacks" / f"Pulumi.{n}.yaml") for n in ("dev", "llama70b", "scaleout-l4", "scaleup-a100")}
@@ -25,9 +26,6 @@ def _run(*args: str) -> tuple[int, str]:
     return r.exit_code, r.stdout
 
 
-def _row(label: str, usd: float, blast: float, pools: list[str], model: str = "m", gpus: int = 8) -> dict[str, Any]:
-    return {"label": label, "feasible": True, "usd_per_month": usd, "blast_radius": blast, "gpus": gpus,
-            "pools": pools, "model": model, "survives_node_loss": True}
 
 
 def test_no_verdict_compares_equal_printed_percentages() -> None:
@@ -60,16 +58,16 @@ def test_different_models_are_named() -> None:
 
 
 @pytest.fixture(scope="module")
-def sweep_doc() -> dict[str, Any]:
+def sweep_doc() -> Sweep:
     # the L4/A100 crossovers with performance model v2 lie at 1,249-1,441 users (docs/perf-model.md)
     code, out = _run(S["scaleout-l4"], S["scaleup-a100"], "--sweep", "users=1200..1500:30", "--format", "json")
     assert code == 0
-    doc: dict[str, Any] = json.loads(out)
-    assert len(doc["sweep"]["crossovers"]) >= 2
-    return doc
+    cmp = Comparison.model_validate(json.loads(out))
+    assert cmp.sweep is not None and len(cmp.sweep.crossovers) >= 2
+    return cmp.sweep
 
 
-def test_crossover_labels_never_overlap(sweep_doc: dict[str, Any]) -> None:
+def test_crossover_labels_never_overlap(sweep_doc: Sweep) -> None:
     from matplotlib.text import Text
 
     from sizing.report.plot import build_figure
@@ -82,7 +80,7 @@ def test_crossover_labels_never_overlap(sweep_doc: dict[str, Any]) -> None:
         assert not (a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1), (a, b)
 
 
-def test_ticks_are_plain_with_currency(sweep_doc: dict[str, Any]) -> None:
+def test_ticks_are_plain_with_currency(sweep_doc: Sweep) -> None:
     from sizing.report.plot import build_figure
 
     fig, _ = build_figure(sweep_doc)

@@ -113,7 +113,7 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
     t = plan.totals
     slo, traffic = plan.workload.slo, plan.workload.traffic
     api = min(plan.api_comparison, key=lambda a: a.usd_per_month_same_traffic) if plan.api_comparison else None
-    platform = t.platform_usd_per_month
+    platform_usd_per_month = t.platform_usd_per_month
     return Side(
         ref=ref, planned=True, model=plan.model, region=plan.region, gpus=t.gpus, instances=t.instances,
         gpu_types=sorted({p.gpu for p in plan.pools}), instance_types=sorted({p.instance_type for p in plan.pools}),
@@ -121,9 +121,9 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
                f"{'×PP' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''}, {p.precision}, {p.purchase})"
                for p in plan.pools],
         usd_per_hour=round(t.usd_per_hour, 4), gpu_usd_per_month=round(t.usd_per_month, 2),
-        platform_usd_per_month=round(platform, 2), usd_per_month=round(t.all_in_usd_per_month, 2),
-        usd_per_month_min=round(t.usd_per_month_min + platform, 2),
-        usd_per_month_max=round(t.usd_per_month_max + platform, 2),
+        platform_usd_per_month=round(platform_usd_per_month, 2), usd_per_month=round(t.all_in_usd_per_month, 2),
+        usd_per_month_min=round(t.usd_per_month_min + platform_usd_per_month, 2),
+        usd_per_month_max=round(t.usd_per_month_max + platform_usd_per_month, 2),
         usd_per_million_output_tokens=t.all_in_usd_per_million_output_tokens,
         demand_output_tokens_per_s=t.demand_output_tokens_per_s,
         concurrent_users=traffic.concurrent_users, budget_usd_month=plan.budget_usd_month,
@@ -161,13 +161,16 @@ def stack_diff(stack: str, path: str, before: Side | None, after: Side | None,
         status = "removed"
     else:
         status = "unchanged" if _same_plan(before, after) else "modified"
-    b = 0.0 if before is None else before.usd_per_month
-    a = 0.0 if after is None else after.usd_per_month
-    bh = 0.0 if before is None else before.usd_per_hour
-    ah = 0.0 if after is None else after.usd_per_hour
+    # a missing side is $0; an unplanned side's None stays None (unknown)
+    before_usd_per_month = 0.0 if before is None else before.usd_per_month
+    after_usd_per_month = 0.0 if after is None else after.usd_per_month
+    before_usd_per_hour = 0.0 if before is None else before.usd_per_hour
+    after_usd_per_hour = 0.0 if after is None else after.usd_per_hour
     notes: list[str] = []
-    delta = None if a is None or b is None else round(a - b, 2)
-    pct = round(100.0 * delta / b, 2) if delta is not None and b else None
+    delta_usd_per_month = None if after_usd_per_month is None or before_usd_per_month is None \
+        else round(after_usd_per_month - before_usd_per_month, 2)
+    delta_percent = round(100.0 * delta_usd_per_month / before_usd_per_month, 2) \
+        if delta_usd_per_month is not None and before_usd_per_month else None
     if renamed_from is not None:
         changed = "" if before is not None and after is not None and _same_plan(before, after) else \
             "; its plan changed too"
@@ -177,23 +180,27 @@ def stack_diff(stack: str, path: str, before: Side | None, after: Side | None,
         if side is not None and not side.planned:
             notes.append(f"{name}: {side.reason}")
     return StackDiff(stack=stack, path=path, status=status, before=before, after=after,
-                     delta_usd_per_month=delta, delta_percent=pct,
-                     delta_usd_per_hour=None if ah is None or bh is None else round(ah - bh, 4),
+                     delta_usd_per_month=delta_usd_per_month, delta_percent=delta_percent,
+                     delta_usd_per_hour=None if after_usd_per_hour is None or before_usd_per_hour is None
+                     else round(after_usd_per_hour - before_usd_per_hour, 4),
                      renamed_from=renamed_from, notes=notes)
 
 
 def build_diff(base: str, head: str, stacks: list[StackDiff], unchanged_files: int = 0,
                source: Literal["git", "saved-plans"] = "git") -> CostDiff:
+    """The diff of every stack, with totals over the stacks whose delta is known (all-in $/month)."""
     stacks = sorted(stacks, key=lambda s: s.stack)
-    before = sum(s.before.usd_per_month for s in stacks if s.before and s.before.usd_per_month is not None
-                 and s.delta_usd_per_month is not None)
-    after = sum(s.after.usd_per_month for s in stacks if s.after and s.after.usd_per_month is not None
-                and s.delta_usd_per_month is not None)
-    delta = round(sum(s.delta_usd_per_month for s in stacks if s.delta_usd_per_month is not None), 2)
+    before_usd_per_month = sum(s.before.usd_per_month for s in stacks if s.before and s.before.usd_per_month
+                               is not None and s.delta_usd_per_month is not None)
+    after_usd_per_month = sum(s.after.usd_per_month for s in stacks if s.after and s.after.usd_per_month
+                              is not None and s.delta_usd_per_month is not None)
+    delta_usd_per_month = round(sum(s.delta_usd_per_month for s in stacks if s.delta_usd_per_month is not None), 2)
     return CostDiff(base=base, head=head, source=source, stacks=stacks, unchanged_files=unchanged_files,
-                    total_before_usd_per_month=round(before, 2), total_after_usd_per_month=round(after, 2),
-                    total_delta_usd_per_month=delta,
-                    total_delta_percent=round(100.0 * delta / before, 2) if before else None,
+                    total_before_usd_per_month=round(before_usd_per_month, 2),
+                    total_after_usd_per_month=round(after_usd_per_month, 2),
+                    total_delta_usd_per_month=delta_usd_per_month,
+                    total_delta_percent=round(100.0 * delta_usd_per_month / before_usd_per_month, 2)
+                    if before_usd_per_month else None,
                     stacks_not_priced=[s.stack for s in stacks if s.delta_usd_per_month is None])
 
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from sizing.cli.common import Format, console, guarded
 
+if TYPE_CHECKING:
+    from sizing.analysis.comparison import Option
+
 
 def options_for(stack_files: list[Path], strategies: str | None, sets: list[str] | None,
-                catalog: Path | None) -> list:
+                catalog: Path | None) -> list[Option]:
     """One option per stack, or per stack × strategy with --strategies (validated, names checked)."""
-    from sizing.analysis.compare import Option
+    from sizing.analysis.comparison import Option
     from sizing.catalog.names import check_names
     from sizing.errors import SpecError
     from sizing.planning.search import STRATEGIES
@@ -29,7 +33,7 @@ def options_for(stack_files: list[Path], strategies: str | None, sets: list[str]
     if len(stack_files) * max(len(strats), 1) < 2:
         raise SpecError("compare needs two or more options: give two stack files, or one with "
                         "--strategies scale-up,scale-out,mixed")
-    out = []
+    out: list[Option] = []
     for f in stack_files:
         st = load_stack(f, sets)
         check_names(st, catalog)
@@ -57,7 +61,8 @@ def compare(
     catalog: Path | None = typer.Option(None, "--catalog", help="catalog directory (llmcap catalog refresh)"),
 ) -> None:
     """Compare deployments side by side: GPUs, $/month, $/1M tokens, SLO headroom, blast radius, cold start."""
-    from sizing.analysis.compare import compare_options, comparison_json, parse_sweep, run_sweep
+    from sizing.analysis.compare import compare_options
+    from sizing.analysis.sweep import parse_sweep, run_sweep
     from sizing.catalog.lookup import load_catalog
     from sizing.errors import EXIT_INFEASIBLE, SpecError
 
@@ -73,27 +78,25 @@ def compare(
             raise SpecError("--plot needs matplotlib: pip install 'llmcap[plot]' (or pip install matplotlib)")
     opts = options_for(stack_files, strategies, sets, catalog)
     cat = load_catalog(catalog)
-    result = compare_options(opts, cat)
-    sw = run_sweep(opts, spec, cat) if spec is not None else None
-    doc = comparison_json(result, sw)
+    result = compare_options(opts, cat).with_sweep(run_sweep(opts, spec, cat) if spec is not None else None)
+    doc = json.dumps(result.model_dump(mode="json"), indent=2)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(doc, indent=2) + "\n")
-    if plot is not None:
+        out.write_text(doc + "\n")
+    if plot is not None and result.sweep is not None:
         from sizing.report.plot import plot_sweep
 
-        plot_sweep(doc, plot, f"{', '.join(o.label for o in opts)}: GPU cost vs {sw.as_dict()['label']}"
-                   if sw else "")
+        plot_sweep(result.sweep, plot, f"{', '.join(o.label for o in opts)}: GPU cost vs {result.sweep.label}")
     if fmt == Format.json:
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(doc)
     elif fmt == Format.markdown:
         from sizing.report.compare_views import render_markdown
 
-        typer.echo(render_markdown(doc), nl=False)
+        typer.echo(render_markdown(result), nl=False)
     else:
         from sizing.report.compare_views import render_table
 
-        render_table(doc, console())
+        render_table(result, console())
     if plot is not None and fmt != Format.json:
         typer.echo(f"plot: {plot}")
     if result.winner is None:  # nothing meets the SLO: the same exit code as `llmcap plan`

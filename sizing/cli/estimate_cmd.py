@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from sizing.catalog.lookup import load_catalog
+from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.cli.common import TableOrJson, console, emit_json, guarded
 from sizing.errors import NoFeasiblePlanError, SpecError
 from sizing.perf.memory import memory_fit
+
+if TYPE_CHECKING:
+    from sizing.perf.query import EstimateQuery
 
 
 def print_table(fig: dict[str, Any]) -> None:
@@ -21,9 +24,7 @@ def print_table(fig: dict[str, Any]) -> None:
     t.add_column("figure")
     t.add_column("value", justify="right")
     for k, v in fig.items():
-        if k in ("model", "gpu", "precision"):
-            continue
-        if k in ("why", "goodput_reason", "binds"):
+        if k in ("model", "gpu", "precision", "why", "goodput_reason", "binds"):  # in the title, or lines below
             continue
         t.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
     console().print(t)
@@ -35,24 +36,22 @@ def print_table(fig: dict[str, Any]) -> None:
         console().print(f"binds: {fig['binds']}")
 
 
-def infeasible_line(fig: dict[str, Any], catalog: Path | None, model: str | None = None) -> str | None:
-    """The one-line cause when this replica cannot serve at all (exit 3, as `plan`), else None.
-    `model` is the name the user gave (a catalog name, HF id or config path); default the figure's."""
+def infeasible_line(fig: dict[str, Any], q: EstimateQuery, cat: Catalog) -> str | None:
+    """The one-line cause when this replica cannot serve at all (exit 3, as `plan`), else None."""
     if not fig["fits"]:
-        fix = _fitting_tp(fig, catalog, model)
+        fix = _fitting_tp(fig, q, cat)
         return f"weights do not fit: {fig['fit_reason']}" + (f"; --tp {fix} fits" if fix else "")
     if fig.get("goodput_feasible") is False:
         return str(fig.get("binds") or fig.get("goodput_reason"))
     return None
 
 
-def _fitting_tp(fig: dict[str, Any], catalog: Path | None, model: str | None = None) -> int | None:
-    cat = load_catalog(catalog)
-    m = cat.model(model or fig["model"])
+def _fitting_tp(fig: dict[str, Any], q: EstimateQuery, cat: Catalog) -> int | None:
+    """The smallest larger tensor parallelism at which the weights fit (the same GPU, precision, context)."""
+    m = cat.model(q.model)
     for tp in (2, 4, 8):
-        if tp > fig["tp"] and m.num_attention_heads % tp == 0 and memory_fit(
-                cat, m, fig["gpu"], fig["precision"], tp, fig["pp"], fig["context_tokens"], fig["kv_cache_dtype"],
-                fig["engine"]).fits:
+        if tp > q.tp and m.num_attention_heads % tp == 0 and memory_fit(
+                cat, m, fig["gpu"], q.precision, tp, q.pp, fig["context_tokens"], q.kv_cache_dtype, q.engine).fits:
             return tp
     return None
 
@@ -86,23 +85,25 @@ def estimate(
 ) -> None:
     """Memory and load figures for one replica: weights, KV cache, max sequences, throughput, TTFT and
     ITL at a load, goodput at an SLO, and which bound dominates."""
-    from sizing.perf.query import batch_lines, memory_figures, perf_figures
+    from sizing.perf.query import EstimateQuery, batch_lines, figures
 
+    cat = load_catalog(catalog)
     if batch is not None:
-        for row in batch_lines(batch, catalog):
+        for row in batch_lines(batch, cat):
             typer.echo(json.dumps(row))
         return
     if model is None or gpu is None:
         raise SpecError("--model and --gpu are required (or --batch FILE.jsonl)")
-    fig = memory_figures(model, gpu, tp, pp, precision, kv_cache_dtype, prompt_tokens, output_tokens,
-                         engine=engine, catalog=catalog)
-    fig.update(perf_figures(load_catalog(catalog), model, gpu, tp, pp, precision, kv_cache_dtype, engine,
-                            prompt_tokens, output_tokens, concurrency, rate, ttft_p95_ms, itl_p95_ms,
-                            simulate, max_num_batched_tokens, max_num_seqs))
+    q = EstimateQuery.from_flags(
+        model=model, gpu=gpu, tp=tp, pp=pp, precision=precision, kv_cache_dtype=kv_cache_dtype, engine=engine,
+        prompt_tokens=prompt_tokens, output_tokens=output_tokens, concurrency=concurrency, rate=rate,
+        ttft_p95_ms=ttft_p95_ms, itl_p95_ms=itl_p95_ms, simulate=simulate,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+    fig = figures(cat, q)
     if fmt == TableOrJson.json:
         emit_json(fig)
     else:
         print_table(fig)
-    cause = infeasible_line(fig, catalog, model)
+    cause = infeasible_line(fig, q, cat)
     if cause:
         raise NoFeasiblePlanError(cause, [cause])

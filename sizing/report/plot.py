@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+if TYPE_CHECKING:
+    from sizing.analysis.comparison import Sweep
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
@@ -40,9 +43,9 @@ def _log_useful(values: list[float]) -> bool:
     return bool(vals) and max(vals) / min(vals) > 20
 
 
-def plot_sweep(doc: dict[str, Any], path: Path, title: str = "") -> Path:
-    """Write the two-panel sweep figure for a comparison JSON document with a sweep; returns the path."""
-    fig, _labels = build_figure(doc, title)
+def plot_sweep(sw: Sweep, path: Path, title: str = "") -> Path:
+    """Write the two-panel sweep figure of a comparison's sweep; returns the path."""
+    fig, _labels = build_figure(sw, title)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
@@ -111,55 +114,54 @@ def _place_without_overlap(fig: Any, ax: Any, labels: list[Any]) -> None:
         placed.append(box(lab))
 
 
-def build_figure(doc: dict[str, Any], title: str = "") -> tuple[Any, list[Any]]:
+def build_figure(sw: Sweep, title: str = "") -> tuple[Any, list[Any]]:
     """The figure and its crossover labels (placed so that none overlaps another)."""
-    sw = doc["sweep"]
-    xs: list[float] = sw["values"]
+    xs: list[float] = sw.values
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 8.5), dpi=110, sharex=True,
                                    gridspec_kw={"height_ratios": [3, 2]})
     all_month: list[float] = []
     all_per_m: list[float] = []
-    for i, (name, pts) in enumerate(sw["series"].items()):
+    for i, (name, pts) in enumerate(sw.series.items()):
         color = COLORS[i % len(COLORS)]
-        month = [p["usd_per_month"] if p["usd_per_month"] is not None else math.nan for p in pts]
-        per_m = [p["usd_per_million_output_tokens"] if p["usd_per_million_output_tokens"] is not None
+        month = [p.usd_per_month if p.usd_per_month is not None else math.nan for p in pts]
+        per_m = [p.usd_per_million_output_tokens if p.usd_per_million_output_tokens is not None
                  else math.nan for p in pts]
         all_month += [v for v in month if not math.isnan(v)]
         all_per_m += [v for v in per_m if not math.isnan(v)]
         ax1.step(xs, month, where="post", color=color, lw=2, label=name)
         ax2.step(xs, per_m, where="post", color=color, lw=2, label=name)
-        for k, (lo, hi) in enumerate(_spans(xs, [p["usd_per_month"] is not None for p in pts])):
+        for k, (lo, hi) in enumerate(_spans(xs, [p.usd_per_month is not None for p in pts])):
             for ax in (ax1, ax2):
                 ax.axvspan(lo, hi, color=color, alpha=0.12, lw=0,
                            label=f"{name}: no plan meets the SLO" if ax is ax1 and k == 0 else None)
-    n_cross = len(sw["crossovers"])
+    n_cross = len(sw.crossovers)
     size = 10 if n_cross <= 5 else 8
     labels: list[Any] = []
-    for j, c in enumerate(sw["crossovers"]):
-        x = c["x"]
-        y = max(c["usd_per_month_at_x"].values())
+    for j, c in enumerate(sw.crossovers):
+        x = c.x
+        y = max(c.usd_per_month_at_x.values())
         for ax in (ax1, ax2):
             ax.axvline(x, color="black", ls=":", lw=1.2)
         ax1.plot([x], [y], marker="o", color="black", ms=7, zorder=5)
         # labels stacked down the upper part of the panel so close crossovers do not overlap
         labels.append(ax1.annotate(
-                     f"crossover {j + 1}: {x:,.4g} {_short(sw['variable'])}\n{c['cheaper_after']} cheaper above",
+                     f"crossover {j + 1}: {x:,.4g} {_short(sw.variable)}\n{c.cheaper_after} cheaper above",
                      xy=(x, y), xytext=(x, 0.93), textcoords=("data", "axes fraction"),
-                     fontsize=size, ha="left" if _frac(xs, x, sw["log_spaced"]) < 0.7 else "right", va="top",
+                     fontsize=size, ha="left" if _frac(xs, x, sw.log_spaced) < 0.7 else "right", va="top",
                      arrowprops={"arrowstyle": "->", "color": "black", "shrinkB": 4},
                      bbox={"boxstyle": "round", "fc": "white", "ec": "0.5", "alpha": 0.9}))
-    for e in sw["feasibility_edges"]:
-        ax1.axvline(e["x"], color="0.35", ls="--", lw=1)
-        ax1.annotate(f"{e['option']}: SLO met only {'≥' if e['feasible'] == 'above' else '≤'} {e['x']:.4g}",
-                     xy=(e["x"], 0.04), xycoords=("data", "axes fraction"), xytext=(5, 4),
+    for e in sw.feasibility_edges:
+        ax1.axvline(e.x, color="0.35", ls="--", lw=1)
+        ax1.annotate(f"{e.option}: SLO met only {'≥' if e.feasible == 'above' else '≤'} {e.x:.4g}",
+                     xy=(e.x, 0.04), xycoords=("data", "axes fraction"), xytext=(5, 4),
                      textcoords="offset points", fontsize=9, va="bottom", color="0.2")
-    api = sw.get("cheapest_api")
+    api = sw.cheapest_api
     if api:
-        price = api["usd_per_million_output_tokens"]
+        price = api.usd_per_million_output_tokens
         ax2.axhline(price, color="0.3", ls="--", lw=1.5,
-                    label=f"cheapest hosted API: {api['provider']} {api['model']} (${price:g}/1M out)")
+                    label=f"cheapest hosted API: {api.provider} {api.model} (${price:g}/1M out)")
         all_per_m.append(price)
-    if sw["log_spaced"]:
+    if sw.log_spaced:
         ax1.set_xscale("log")
     if _log_useful(all_month):
         ax1.set_yscale("log")
@@ -167,11 +169,11 @@ def build_figure(doc: dict[str, Any], title: str = "") -> tuple[Any, list[Any]]:
         ax2.set_yscale("log")
     _plain_ticks(ax1, "y", _money_formatter(cents=False), _log_useful(all_month))
     _plain_ticks(ax2, "y", _money_formatter(cents=True), _log_useful(all_per_m))
-    _plain_ticks(ax2, "x", _plain_formatter(""), bool(sw["log_spaced"]))
+    _plain_ticks(ax2, "x", _plain_formatter(""), sw.log_spaced)
     ax1.set_ylabel("GPU $/month (730 h)")
     ax2.set_ylabel("$ per 1M output tokens\n(GPU, planned load)")
-    ax2.set_xlabel(sw["label"])
-    ax1.set_title(title or f"Monthly cost vs {sw['label']}")
+    ax2.set_xlabel(sw.label)
+    ax1.set_title(title or f"Monthly cost vs {sw.label}")
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="best", fontsize=9)
