@@ -191,3 +191,9 @@ def test_plan_with_a_broken_file_is_one_error_line(tmp_path: Path, name: str, ke
     assert len(out) == 1 and out[0].startswith("error:"), r.output
     assert name in out[0] and col in out[0] and f"'{value}'" in out[0], out[0]
     assert "Traceback" not in r.output
+
+
+def test_platform_override_reaches_cold_start(tmp_path: Path) -> None:
+    _edit(tmp_path, "platform.csv", "item", "node_boot_s", "value", "900")
+    p = plan_for(DEV, catalog=tmp_path)
+    assert p.pools[0].per_replica.cold_start_s == pytest.approx(BASE.pools[0].per_replica.cold_start_s + 750, abs=0.2)

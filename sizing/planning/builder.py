@@ -140,7 +140,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
                       f"{tuned.default_budget:,}), checked by the step-level simulation") if tuned else ""),
     )
     mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store, cat) else "stream"
-    pool.per_replica.cold_start_s = round(cold_start(pool, mode).total_s, 1)
+    pool.per_replica.cold_start_s = round(cold_start(pool, mode, cat).total_s, 1)
     return pool
 
 
