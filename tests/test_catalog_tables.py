@@ -197,3 +197,17 @@ def test_platform_override_reaches_cold_start(tmp_path: Path) -> None:
     _edit(tmp_path, "platform.csv", "item", "node_boot_s", "value", "900")
     p = plan_for(DEV, catalog=tmp_path)
     assert p.pools[0].per_replica.cold_start_s == pytest.approx(BASE.pools[0].per_replica.cold_start_s + 750, abs=0.2)
+
+
+def test_saved_plan_records_an_overridden_table(tmp_path: Path) -> None:
+    from sizing.planning.saved_plan import make_saved_plan
+    from sizing.stack import load_stack
+
+    _edit(tmp_path, "system_pods.csv", "component", "router", "cpu_m", "1500")
+    cat = load_catalog(tmp_path)
+    saved = make_saved_plan(DEV, load_stack(DEV), plan_for(DEV, catalog=tmp_path), cat)
+    files = {f.name: f.source for f in saved.generation.catalog}
+    assert files["system_pods.csv"] == str(tmp_path.resolve() / "system_pods.csv")
+    assert files["gpus.csv"] == "bundled" and "node_daemonsets.csv" not in files
+    bundled = make_saved_plan(DEV, load_stack(DEV), BASE, load_catalog())
+    assert "system_pods.csv" not in {f.name for f in bundled.generation.catalog}
