@@ -85,7 +85,10 @@ def _problem(value: str, kind: str) -> str | None:
 def read_table(path: Path, name: str) -> list[dict[str, str]]:
     """The rows of catalog file `name` read from `path`, checked against its schema."""
     schema = schemas().get(name)
-    fix = f"fix {path} (its layout: sizing/data/schema.yaml {name})"
+    layout = f"the layout of {name} is in sizing/data/schema.yaml"
+    bundled = path.parent.resolve() == BUNDLED_DIR.resolve()
+    fix = f"fix the file ({layout})" if bundled else \
+        f"fix it, or remove it from {path.parent} to read the bundled one ({layout})"
     try:
         with path.open(newline="", encoding="utf-8") as f:
             rd = csv.DictReader(f)
