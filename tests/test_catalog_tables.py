@@ -115,6 +115,7 @@ def schema() -> dict:  # type: ignore[type-arg]
 def test_schema_covers_every_data_file() -> None:
     files = {p.name for p in BUNDLED_DIR.glob("*.csv")}
     assert set(schema()["tables"]) == files
+    assert set(schema()["json_files"]) == {p.name for p in BUNDLED_DIR.glob("*.json")}
     for name, t in schema()["tables"].items():
         assert isinstance(t["version"], int) and t["reason"].strip(), name
         with (BUNDLED_DIR / name).open(newline="", encoding="utf-8") as f:
@@ -211,3 +212,17 @@ def test_saved_plan_records_an_overridden_table(tmp_path: Path) -> None:
     assert files["gpus.csv"] == "bundled" and "node_daemonsets.csv" not in files
     bundled = make_saved_plan(DEV, load_stack(DEV), BASE, load_catalog())
     assert "system_pods.csv" not in {f.name for f in bundled.generation.catalog}
+
+
+def test_calibration_json_is_checked(tmp_path: Path) -> None:
+    from sizing.perf.calibration import load_calibration
+
+    assert load_calibration().values  # the bundled file has every key the schema names
+    bad = tmp_path / "perf_calibration.json"
+    bad.write_text('{"parameters": {}, ', encoding="utf-8")
+    with pytest.raises(LlmcapError, match=r"perf_calibration\.json: not a JSON file") as e:
+        load_calibration(str(bad))
+    assert "\n" not in str(e.value)
+    bad.write_text('{"parameters": {}}', encoding="utf-8")
+    with pytest.raises(LlmcapError, match=r"no key goodput_range, fitted_on"):
+        load_calibration(str(bad))

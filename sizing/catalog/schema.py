@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import Any
 
 from sizing.catalog.paths import BUNDLED_DIR
 from sizing.errors import CatalogDataError
@@ -53,6 +54,35 @@ def bundled_table(name: str) -> tuple[dict[str, str], ...]:
     Catalog (the Pulumi program's defaults, estimates outside the planner); the planner passes its
     Catalog, whose `--catalog DIR` overrides these. Same reader, same checks."""
     return tuple(read_table(BUNDLED_DIR / name, name))
+
+
+@lru_cache(maxsize=1)
+def json_keys() -> dict[str, tuple[str, ...]]:
+    """JSON data file -> the top-level keys llmcap reads (schema.yaml `json_files`)."""
+    import yaml
+
+    doc = yaml.safe_load(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return {name: tuple(t["keys"]) for name, t in (doc.get("json_files") or {}).items()}
+
+
+def load_json(path: Path, name: str) -> dict[str, Any]:
+    """A JSON data file `name` read from `path`, with the keys its schema names; one CatalogDataError line
+    for a missing file, bad JSON or a missing key."""
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogDataError(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CatalogDataError(f"{path}: not a JSON file ({e.__class__.__name__}: {e})") from None
+    if not isinstance(doc, dict):
+        raise CatalogDataError(f"{path}: expected a JSON object at the top")
+    missing = [k for k in json_keys().get(name, ()) if k not in doc]
+    if missing:
+        raise CatalogDataError(f"{path}: no key {', '.join(missing)} (the layout of {name} is in "
+                               "sizing/data/schema.yaml)")
+    return doc
 
 
 def _problem(value: str, kind: str) -> str | None:

@@ -12,7 +12,6 @@ bandwidths in GB/s (1e9 bytes/s).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -184,8 +183,9 @@ def _load_file(path: str | None) -> Calibration:
     p = Path(path) if path else CALIBRATION_FILE
     if not p.is_file():
         raise PerfModelError(f"performance calibration {str(p)!r} is missing; run `python bench/calibrate.py`")
-    with p.open(encoding="utf-8") as f:
-        return calibration_from_dict(json.load(f))
+    from sizing.catalog.schema import load_json
+
+    return calibration_from_dict(load_json(p, CALIBRATION_FILE.name))
 
 
 def pcie_bandwidth_gbs(catalog: Catalog) -> dict[str, float]:
