@@ -96,7 +96,6 @@ class Catalog:
         schema (sizing/data/schema.yaml)."""
         return read_table(self._path(name), name)
 
-
     # --- tables -------------------------------------------------------------------------
     @cached_property
     def gpus(self) -> dict[str, Gpu]:
