@@ -82,7 +82,8 @@ def pool_views(fit: FitContext) -> list[PoolView]:
         if inst is None:
             raise ValueError(f"pool {pool.name}: instance type {pool.instance_type} is not in the catalog")
         views.append(PoolView(
-            pool=pool, node=node_allocatable(inst), mode=loading_mode(pool, ctx.platform, ctx.instance_store),
+            pool=pool, node=node_allocatable(fit.catalog, inst),
+            mode=loading_mode(pool, ctx.platform, ctx.instance_store),
             on_nvme=ephemeral_on_nvme(pool.local_nvme_gb, ctx.instance_store), workload=w, pods=pods,
             pods_per_node=pool.replicas_per_instance if pool.nodes_per_replica == 1 else 1,
             hosts_copy_job=hosts[pool.vllm.model] == pool.name))

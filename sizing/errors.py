@@ -48,3 +48,8 @@ class CheckFailedError(LlmcapError):
     """A check (preflight, budget gate, verify) failed (exit 1)."""
 
     exit_code = EXIT_CHECK_FAILED
+
+
+class CatalogDataError(LlmcapError):
+    """A catalog data file (bundled, `--catalog DIR`, $LLMCAP_CATALOG_DIR or the refresh cache) does not
+    match sizing/data/schema.yaml: a missing column, a short row, a non-number (exit 2)."""

@@ -88,7 +88,7 @@ def recount(fit: FitContext) -> list[str]:
     plan, cat = fit.plan, fit.catalog
     for v in pool_views(fit):
         p = v.pool
-        node = node_allocatable(cat.instances[p.instance_type])
+        node = node_allocatable(cat, cat.instances[p.instance_type])
         for role, pod in v.pods:
             cpu, mem = effective_requests(pod)
             if cpu * v.pods_per_node > node.for_pods_cpu_millicores or mem * v.pods_per_node > node.for_pods_memory_mib:

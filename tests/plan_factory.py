@@ -20,8 +20,9 @@ def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu
     from sizing.planning.allocatable import per_replica_requests
     from sizing.planning.node_storage import root_volume_gib
 
-    inst = load_catalog().instances.get(instance_type)
-    cpu, mem = per_replica_requests(inst, replicas_per_instance if nodes_per_replica == 1 else 1) if inst \
+    cat = load_catalog()
+    inst = cat.instances.get(instance_type)
+    cpu, mem = per_replica_requests(cat, inst, replicas_per_instance if nodes_per_replica == 1 else 1) if inst \
         else (11700, 48384)
     return Pool(
         name=name, instance_type=instance_type, gpu=gpu, gpus_per_instance=gpus_per_instance,

@@ -45,10 +45,10 @@ def effective_requests(pod: dict) -> tuple[int, int]:
 
 def test_nodeadm_formulas() -> None:
     # nodeadm: 6% of the first core + 1% of the second + 0.5% of cores 3-4 + 0.25% above
-    assert kube_reserved_cpu_millicores(4) == 60 + 10 + 10
-    assert kube_reserved_cpu_millicores(96) == 60 + 10 + 10 + 92000 * 25 // 10000
-    assert kube_reserved_memory_mib(110) == 11 * 110 + 255
-    assert max_pods(4) == 110 and max_pods(29) == 110 and max_pods(48) == 250
+    assert kube_reserved_cpu_millicores(CAT, 4) == 60 + 10 + 10
+    assert kube_reserved_cpu_millicores(CAT, 96) == 60 + 10 + 10 + 92000 * 25 // 10000
+    assert kube_reserved_memory_mib(CAT, 110) == 11 * 110 + 255
+    assert max_pods(CAT, 4) == 110 and max_pods(CAT, 29) == 110 and max_pods(CAT, 48) == 250
 
 
 @pytest.mark.parametrize("stack_id", STACK_IDS)
@@ -56,7 +56,7 @@ def test_serving_pods_fit_the_node_allocatable(stack_id: str) -> None:
     result, _ = rendered(stack_id)
     objs = objects(stack_id)
     for pool in result.plan.pools:
-        node = node_allocatable(CAT.instances[pool.instance_type])
+        node = node_allocatable(CAT, CAT.instances[pool.instance_type])
         w = next(o for o in objs if o["metadata"]["name"] == serving_name(pool.name)
                  and o["kind"] in ("Deployment", "LeaderWorkerSet"))
         pods = ([w["spec"]["template"]["spec"]] if w["kind"] == "Deployment" else
@@ -72,7 +72,7 @@ def test_serving_pods_fit_the_node_allocatable(stack_id: str) -> None:
 def test_scaleup_a100_keeps_every_planned_replica_per_node() -> None:
     result, _ = rendered("scaleup-a100")
     pool = result.plan.pools[0]
-    node = node_allocatable(CAT.instances[pool.instance_type])
+    node = node_allocatable(CAT, CAT.instances[pool.instance_type])
     assert pool.replicas_per_instance == 8
     assert pool.memory_mib_per_replica * 8 <= node.for_pods_memory_mib
     assert pool.cpu_millicores_per_replica * 8 <= node.for_pods_cpu_millicores

@@ -127,7 +127,8 @@ def _pool(**kw):  # type: ignore[no-untyped-def]
                 precision="fp16")
     base.update(kw)
     pool = make_pool(**base)
-    cpu, mem = per_replica_requests(load_catalog().instances[pool.instance_type], pool.replicas_per_instance)
+    cat = load_catalog()
+    cpu, mem = per_replica_requests(cat, cat.instances[pool.instance_type], pool.replicas_per_instance)
     return pool.model_copy(update={"cpu_millicores_per_replica": cpu, "memory_mib_per_replica": mem,
                                    "checkpoint_gib": 16.0, "model_cache_gib_per_node": 18.0, "root_volume_gib": 64})
 

@@ -250,6 +250,6 @@ def test_pod_requests_fit_the_node(name: str) -> None:
     for pool in plan(name).pools:
         inst = CAT.instance(pool.instance_type)
         per_node = pool.replicas_per_instance if pool.pipeline_parallel == 1 else 1
-        node = node_allocatable(inst)  # nodeadm kube-reserved, eviction, VM overhead, DaemonSets
+        node = node_allocatable(CAT, inst)  # nodeadm kube-reserved, eviction, VM overhead, DaemonSets
         assert 0 < pool.cpu_millicores_per_replica * per_node <= node.for_pods_cpu_millicores, pool.name
         assert 0 < pool.memory_mib_per_replica * per_node <= node.for_pods_memory_mib, pool.name

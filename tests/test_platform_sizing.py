@@ -10,6 +10,7 @@ import pytest
 
 from infra import settings
 from infra.render import RenderResult
+from sizing.catalog.lookup import load_catalog
 from sizing.catalog.platform import number
 from sizing.planning.system_nodes import _for_pods, requests, size_system_nodes, system_pods
 from tests import pulumi_harness as h
@@ -29,14 +30,14 @@ def test_router_row_equals_the_router_the_cluster_runs() -> None:
 
 
 def test_system_node_group_is_sized_from_the_plan_and_can_grow(bundled: RenderResult) -> None:
-    sysn = size_system_nodes(list(bundled.plan.pools), "m6i.xlarge", bundled.plan.region)
+    sysn = size_system_nodes(load_catalog(), list(bundled.plan.pools), "m6i.xlarge", bundled.plan.region)
     ng = next(r for r in bundled.of_type(h.NODE_GROUP) if r.inputs["labels"].get("llmcap.io/role") == "system")
     sc = ng.inputs["scalingConfig"]
     assert (sc["minSize"], sc["desiredSize"], sc["maxSize"]) == (sysn.min_size, sysn.desired, sysn.max_size)
     assert sc["maxSize"] > sc["desiredSize"] >= number("system_node_count")
     # the requests fit on the desired nodes: (4 vCPU, 16 GiB) less what the kubelet and DaemonSets keep
-    cpu, mem = requests(list(bundled.plan.pools), sysn.desired)
-    cpu_each, mem_each = _for_pods(4, 16)
+    cpu, mem = requests(load_catalog(), list(bundled.plan.pools), sysn.desired)
+    cpu_each, mem_each = _for_pods(load_catalog(), 4, 16)
     assert cpu_each < 4000 and mem_each < 16 * 1024
     assert cpu <= sysn.desired * cpu_each
     assert mem <= sysn.desired * mem_each
@@ -51,8 +52,8 @@ def test_system_node_group_is_sized_from_the_plan_and_can_grow(bundled: RenderRe
 def test_more_gpu_nodes_need_more_prometheus_and_more_system_nodes() -> None:
     from tests.plan_factory import make_pool
 
-    small = size_system_nodes([make_pool(instances_max=2)], "m6i.xlarge", "us-east-1")
-    big = size_system_nodes([make_pool(instances_max=120)], "m6i.xlarge", "us-east-1")
+    small = size_system_nodes(load_catalog(), [make_pool(instances_max=2)], "m6i.xlarge", "us-east-1")
+    big = size_system_nodes(load_catalog(), [make_pool(instances_max=120)], "m6i.xlarge", "us-east-1")
     assert big.desired > small.desired and big.memory_mib_requested > small.memory_mib_requested
     per = system_pods()["prometheus_per_node"]
     assert big.memory_mib_requested - small.memory_mib_requested >= per.memory_mib * 118
@@ -61,7 +62,7 @@ def test_more_gpu_nodes_need_more_prometheus_and_more_system_nodes() -> None:
 def test_prometheus_requests_what_the_system_nodes_were_sized_for(bundled: RenderResult) -> None:
     from infra.observability import prometheus_requests
 
-    sysn = size_system_nodes(list(bundled.plan.pools), "m6i.xlarge", bundled.plan.region)
+    sysn = size_system_nodes(load_catalog(), list(bundled.plan.pools), "m6i.xlarge", bundled.plan.region)
     rel = next(r for r in bundled.of_type("kubernetes:helm.sh/v3:Release") if r.name == "kube-prometheus-stack")
     got = rel.inputs["values"]["prometheus"]["prometheusSpec"]["resources"]["requests"]
     assert got == prometheus_requests(bundled.plan, sysn.desired)
@@ -75,7 +76,7 @@ def test_control_plane_log_group_has_a_retention_and_a_cost_line(bundled: Render
     line = next(x for x in bundled.plan.cost_lines if x.name.startswith("EKS control-plane logs"))
     assert line.usd_per_month and line.usd_per_month > 0 and line.unit == "GB"
     nodes = sum(p.instances_desired for p in bundled.plan.pools) + \
-        size_system_nodes(list(bundled.plan.pools), "m6i.xlarge", bundled.plan.region).desired
+        size_system_nodes(load_catalog(), list(bundled.plan.pools), "m6i.xlarge", bundled.plan.region).desired
     expected_gb = number("control_plane_log_gb_base") + number("control_plane_log_gb_per_node") * nodes
     assert math.isclose(line.quantity, round(expected_gb, 1))
 

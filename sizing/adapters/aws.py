@@ -41,6 +41,7 @@ from botocore.exceptions import (
 )
 
 from sizing.catalog.paths import BUNDLED_DIR, USER_CACHE_DIR
+from sizing.catalog.records import QuotaFamily
 from sizing.errors import LlmcapError
 from sizing.stack import DEFAULT_REGION
 
@@ -142,20 +143,11 @@ def aws_errors() -> Iterator[None]:
 
 
 # --- data files -----------------------------------------------------------------------------
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+def quota_families(catalog: Catalog | None = None) -> list[QuotaFamily]:
+    """quota_families.csv of `catalog` (the default catalog when None)."""
+    from sizing.catalog.lookup import load_catalog
 
-
-@dataclass(frozen=True)
-class QuotaFamily:
-    family_prefix: str
-    purchase: str
-    quota_name: str
-
-
-def quota_families(path: Path = BUNDLED_DIR / "quota_families.csv") -> list[QuotaFamily]:
-    return [QuotaFamily(r["family_prefix"], r["purchase"], r["quota_name"]) for r in _rows(path)]
+    return (catalog or load_catalog()).quota_families
 
 
 def quota_name_for(family: str, purchase: str, families: list[QuotaFamily] | None = None) -> str | None:
@@ -164,14 +156,15 @@ def quota_name_for(family: str, purchase: str, families: list[QuotaFamily] | Non
     return max(fams, key=lambda f: len(f.family_prefix)).quota_name if fams else None
 
 
-def catalog_gpu_name(aws_name: str, memory_mib: int, known_gpus: set[str],
-                     path: Path = BUNDLED_DIR / "aws_gpu_names.csv") -> str:
-    """The gpus.csv name for an EC2-reported GPU (e.g. H100 -> H100-SXM; A100 by memory)."""
-    for r in _rows(path):
-        lo = int(r["min_gpu_memory_mib"] or 0)
-        hi = int(r["max_gpu_memory_mib"]) if r["max_gpu_memory_mib"] else None
-        if r["aws_gpu_name"] == aws_name and memory_mib >= lo and (hi is None or memory_mib <= hi):
-            return r["gpu"]
+def catalog_gpu_name(aws_name: str, memory_mib: int, known_gpus: set[str], catalog: Catalog | None = None) -> str:
+    """The gpus.csv name for an EC2-reported GPU (e.g. H100 -> H100-SXM; A100 by memory), from the
+    catalog's aws_gpu_names.csv (the default catalog when None)."""
+    from sizing.catalog.lookup import load_catalog
+
+    for g in (catalog or load_catalog()).aws_gpu_names:
+        hi = g.max_gpu_memory_mib
+        if g.aws_gpu_name == aws_name and memory_mib >= g.min_gpu_memory_mib and (hi is None or memory_mib <= hi):
+            return g.gpu
     by_lower = {g.lower(): g for g in known_gpus}
     return by_lower.get(aws_name.lower(), aws_name)
 
@@ -204,7 +197,7 @@ def instance_row(it: dict[str, Any], catalog: Catalog, known: dict[str, dict[str
     count = float(g.get("Count", 0))
     if count < 1:  # a GPU slice (g6f): partition size × logical GPUs
         count = float(g.get("GpuPartitionSize", 0)) * float(g.get("LogicalGpuCount", 1))
-    gpu = catalog_gpu_name(g.get("Name", ""), mem_mib, set(catalog.gpus))
+    gpu = catalog_gpu_name(g.get("Name", ""), mem_mib, set(catalog.gpus), catalog)
     family = name.split(".")[0]
     if name in known:  # EC2 does not report the interconnect; keep the curated datasheet fact
         ic, ic_raw = known[name]["gpu_interconnect"], known[name].get("gpu_interconnect_raw", "")
@@ -408,8 +401,10 @@ def _write(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
 
 def _existing(out_dir: Path, name: str) -> list[dict[str, str]]:
     """Rows of the table being replaced: the out dir's own file, else the bundled one."""
+    from sizing.catalog.schema import read_table
+
     p = out_dir / name if (out_dir / name).is_file() else BUNDLED_DIR / name
-    return _rows(p) if p.is_file() else []
+    return read_table(p, name) if p.is_file() else []
 
 
 def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dict[str, dict[str, str]],
@@ -703,7 +698,7 @@ def run_preflight(plan: Plan, region: str, clients: AwsClients, catalog: Catalog
     users: dict[str, list[str]] = {}
     types_by_quota: dict[str, set[str]] = {}
     missing_family: list[Check] = []
-    families = quota_families()
+    families = quota_families(catalog)
     for p in plan.pools:
         inst = catalog.instance(p.instance_type)
         name = quota_name_for(inst.family, p.purchase, families)

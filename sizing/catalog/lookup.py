@@ -4,11 +4,14 @@ Every row keeps its `source` and `as_of`. Lookups accept names case-insensitivel
 suggest near misses ("did you mean H100-SXM?"). A catalog directory given by the user
 (`--catalog DIR`, `$LLMCAP_CATALOG_DIR`, or the user cache written by
 `llmcap catalog refresh`) overrides the bundled files it contains; the rest stay bundled.
+
+Every table in sizing/data is read here and nowhere else, each file checked against
+sizing/data/schema.yaml on load (sizing.catalog.schema: a bad row is one CatalogDataError line naming
+the file, the row and the column).
 """
 
 from __future__ import annotations
 
-import csv
 import difflib
 import os
 import re
@@ -18,20 +21,33 @@ from pathlib import Path
 
 from sizing.catalog.paths import BUNDLED_DIR, USER_CACHE_DIR
 from sizing.catalog.records import (
+    ApiModel,
     ApiPrice,
+    AwsGpuName,
+    CheckpointFacts,
+    CpuInstance,
+    DaemonSetRequest,
     EngineDefaults,
     Gpu,
     Instance,
+    Interconnect,
     ModelArch,
     PlatformPrice,
+    PlatformSetting,
     PrecisionFormat,
     Price,
+    QuotaFamily,
+    SystemPod,
+    daemonset_from_row,
     flag,
     model_from_row,
     opt_float,
     opt_int,
+    platform_setting_from_row,
+    system_pod_from_row,
 )
-from sizing.errors import CatalogLookupError
+from sizing.catalog.schema import read_table
+from sizing.errors import CatalogDataError, CatalogLookupError
 
 
 def _norm(s: str) -> str:
@@ -75,15 +91,16 @@ class Catalog:
             return self.directory / name
         return BUNDLED_DIR / name
 
-    def _rows(self, name: str) -> list[dict[str, str]]:
-        with self._path(name).open(newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
+    def rows(self, name: str) -> list[dict[str, str]]:
+        """The rows of table `name` (the override's file, else the bundled one), checked against its
+        schema (sizing/data/schema.yaml)."""
+        return read_table(self._path(name), name)
 
     # --- tables -------------------------------------------------------------------------
     @cached_property
     def gpus(self) -> dict[str, Gpu]:
         out = {}
-        for r in self._rows("gpus.csv"):
+        for r in self.rows("gpus.csv"):
             out[r["gpu"]] = Gpu(
                 name=r["gpu"], architecture=r["architecture"], memory_gib=float(r["memory_gib"]),
                 memory_bandwidth_gbs=float(r["memory_bandwidth_gbs"]),
@@ -98,7 +115,7 @@ class Catalog:
     @cached_property
     def instances(self) -> dict[str, Instance]:
         out = {}
-        for r in self._rows("instances.csv"):
+        for r in self.rows("instances.csv"):
             out[r["instance_type"]] = Instance(
                 instance_type=r["instance_type"], family=r["family"], gpu=r["gpu"],
                 gpu_count=float(r["gpu_count"]), gpu_memory_gib_each=float(r["gpu_memory_gib_each"]),
@@ -111,7 +128,7 @@ class Catalog:
     def prices(self) -> dict[tuple[str, str, str], Price]:
         """(instance_type, region, purchase) -> Price."""
         out = {}
-        for r in self._rows("prices.csv"):
+        for r in self.rows("prices.csv"):
             p = Price(r["instance_type"], r["region"], r["purchase"], float(r["usd_per_hour"]), r["source"], r["as_of"])
             out[(p.instance_type, p.region, p.purchase)] = p
         return out
@@ -120,7 +137,7 @@ class Catalog:
     def offerings(self) -> dict[tuple[str, str], tuple[str, ...]]:
         """(instance_type, region) -> availability-zone IDs that offer it (e.g. use1-az1)."""
         acc: dict[tuple[str, str], list[str]] = {}
-        for r in self._rows("offerings.csv"):
+        for r in self.rows("offerings.csv"):
             acc.setdefault((r["instance_type"], r["region"]), []).append(r["availability_zone_id"])
         return {k: tuple(sorted(v)) for k, v in acc.items()}
 
@@ -128,35 +145,41 @@ class Catalog:
     def models(self) -> dict[str, ModelArch]:
         from sizing.catalog.architectures import complete
 
-        return {r["hf_id"]: complete(model_from_row(r)) for r in self._rows("models.csv")}
+        return {r["hf_id"]: complete(model_from_row(r)) for r in self.rows("models.csv")}
 
     @cached_property
     def api_prices(self) -> list[ApiPrice]:
         out = []
-        for r in self._rows("api_prices.csv"):
+        for r in self.rows("api_prices.csv"):
             i, o = opt_float(r["input_usd_per_mtok"]), opt_float(r["output_usd_per_mtok"])
             if i is None or o is None:
                 continue  # a known gap, kept in the data file as an empty row
-            out.append(ApiPrice(r["model"], r["provider"], r["provider_model_id"], i, o, r["source"], r["as_of"]))
+            out.append(ApiPrice(r["model"], r["provider"], r["provider_model_id"], i, o, r["source"], r["as_of"],
+                                r["genai_prices_provider_id"].strip()))
         return out
+
+    @cached_property
+    def api_models(self) -> tuple[ApiModel, ...]:
+        return tuple(ApiModel(r["api_model"], float(r["params_active_b"]), float(r["params_total_b"]),
+                              tuple(x for x in r["exact_hf_ids"].split(";") if x)) for r in self.rows("api_models.csv"))
 
     @cached_property
     def platform_prices(self) -> dict[str, PlatformPrice]:
         return {r["item"]: PlatformPrice(r["item"], r["unit"], float(r["usd"]), r["region"], r["source"], r["as_of"])
-                for r in self._rows("platform_prices.csv")}
+                for r in self.rows("platform_prices.csv")}
 
     @cached_property
     def precisions(self) -> dict[str, PrecisionFormat]:
         return {r["precision"]: PrecisionFormat(
-            name=r["precision"], weight_bits=int(r["weight_bits"]), group_size=int(r["group_size"] or 0),
-            scale_bits=int(r["scale_bits"] or 0), quantizes_embeddings=flag(r["quantizes_embeddings"]),
+            name=r["precision"], weight_bits=int(r["weight_bits"]), group_size=opt_int(r["group_size"]) or 0,
+            scale_bits=opt_int(r["scale_bits"]) or 0, quantizes_embeddings=flag(r["quantizes_embeddings"]),
             activation_dtype_native=r["activation_dtype_native"],
             native_activation_archs=tuple(a for a in r["native_activation_archs"].split(";") if a),
             supported_archs=tuple(a for a in r["supported_archs"].split(";") if a),
             fallback_on_other_archs=r["fallback_on_other_archs"],
             needs_prequantized_checkpoint=flag(r["needs_prequantized_checkpoint"]),
             vllm_quantization=r["vllm_quantization"],
-            source=r["source"], as_of=r["as_of"]) for r in self._rows("precisions.csv")}
+            source=r["source"], as_of=r["as_of"]) for r in self.rows("precisions.csv")}
 
     @cached_property
     def engines(self) -> dict[str, EngineDefaults]:
@@ -166,7 +189,92 @@ class Catalog:
             default_gpu_memory_utilization=float(r["default_gpu_memory_utilization"]),
             cuda_context_gib_per_gpu=float(r["cuda_context_gib_per_gpu"]),
             cuda_graphs_gib_per_gpu=float(r["cuda_graphs_gib_per_gpu"]),
-            source=r["source"], as_of=r["as_of"]) for r in self._rows("engines.csv")}
+            source=r["source"], as_of=r["as_of"]) for r in self.rows("engines.csv")}
+
+    # --- the platform under the GPUs ------------------------------------------------------
+    @cached_property
+    def platform(self) -> dict[str, PlatformSetting]:
+        """platform.csv: the platform's defaults and rules by item."""
+        return {r["item"]: platform_setting_from_row(r) for r in self.rows("platform.csv")}
+
+    def setting(self, item: str) -> str:
+        """A platform.csv value as text; a CatalogDataError naming the file when the row is missing."""
+        row = self.platform.get(item)
+        if row is None:
+            raise CatalogDataError(f"{self._path('platform.csv')}: no row {item!r}; add it (the bundled "
+                                   "platform.csv has it) or remove the file so the bundled one is read")
+        return row.value
+
+    def number(self, item: str) -> float:
+        """A platform.csv value as a number (its unit is in the row)."""
+        v = self.setting(item)
+        try:
+            return float(v)
+        except ValueError:
+            raise CatalogDataError(f"{self._path('platform.csv')} row {item!r}: value {v!r} is not a number") \
+                from None
+
+    @cached_property
+    def cpu_instances(self) -> dict[tuple[str, str, str], CpuInstance]:
+        """(instance_type, region, purchase) -> a CPU instance type for the system nodes."""
+        out = {}
+        for r in self.rows("cpu_instance_prices.csv"):
+            c = CpuInstance(r["instance_type"], r["region"], r["purchase"], float(r["usd_per_hour"]), int(r["vcpus"]),
+                            float(r["memory_gib"]), r["source"], r["as_of"])
+            out[(c.instance_type, c.region, c.purchase)] = c
+        return out
+
+    def cpu_instance(self, instance_type: str, region: str | None = None,
+                     purchase: str = "on-demand") -> CpuInstance | None:
+        """The CPU instance row for `region` (any region's row when None: vCPUs and memory are the same)."""
+        for (t, r, p), c in self.cpu_instances.items():
+            if t == instance_type and p == purchase and region in (None, r):
+                return c
+        return None
+
+    @cached_property
+    def system_pods(self) -> dict[str, SystemPod]:
+        return {r["component"]: system_pod_from_row(r) for r in self.rows("system_pods.csv")}
+
+    @cached_property
+    def allocatable_terms(self) -> dict[str, float]:
+        """node_allocatable.csv: the terms of the kubelet allocatable model, by item (units in the file)."""
+        return {r["item"]: float(r["value"]) for r in self.rows("node_allocatable.csv")}
+
+    def allocatable_term(self, item: str) -> float:
+        t = self.allocatable_terms
+        if item not in t:
+            raise CatalogDataError(f"{self._path('node_allocatable.csv')}: no row {item!r}; add it (the bundled "
+                                   "node_allocatable.csv has it) or remove the file so the bundled one is read")
+        return t[item]
+
+    @cached_property
+    def node_daemonsets(self) -> tuple[DaemonSetRequest, ...]:
+        """Every row of node_daemonsets.csv (`on_gpu_nodes` says which run on GPU nodes)."""
+        return tuple(daemonset_from_row(r) for r in self.rows("node_daemonsets.csv"))
+
+    @cached_property
+    def interconnects(self) -> dict[str, Interconnect]:
+        """GPU name -> its PCIe link (interconnects.csv)."""
+        return {r["gpu"]: Interconnect(r["gpu"], float(r["pcie_bandwidth_gbs_per_direction"]), r["source"],
+                                       r["as_of"]) for r in self.rows("interconnects.csv")}
+
+    @cached_property
+    def checkpoints(self) -> dict[str, CheckpointFacts]:
+        """hf_id -> its pinned revision and safetensors bytes (checkpoints.csv)."""
+        return {r["hf_id"]: CheckpointFacts(r["hf_id"], r["revision"].strip() or None,
+                                            opt_int(r["safetensors_bytes"]), r["source"])
+                for r in self.rows("checkpoints.csv")}
+
+    @cached_property
+    def quota_families(self) -> list[QuotaFamily]:
+        return [QuotaFamily(r["family_prefix"], r["purchase"], r["quota_name"])
+                for r in self.rows("quota_families.csv")]
+
+    @cached_property
+    def aws_gpu_names(self) -> list[AwsGpuName]:
+        return [AwsGpuName(r["aws_gpu_name"], opt_int(r["min_gpu_memory_mib"]) or 0, opt_int(r["max_gpu_memory_mib"]),
+                           r["gpu"]) for r in self.rows("aws_gpu_names.csv")]
 
     def precision(self, name: str) -> PrecisionFormat:
         if name in self.precisions:

@@ -1,6 +1,8 @@
 """The catalog's typed records (a GPU, an instance type, a price, a model architecture, an API price,
-a platform price, a precision format, an engine's defaults) and the parsing of one CSV row into
-one. Units are in the field names (GB/s, TFLOPS, GiB, USD per hour, USD per 1M tokens)."""
+a platform price, a precision format, an engine's defaults; the platform's settings, CPU instance
+types, system pods, node DaemonSets, PCIe links, pinned checkpoints, quota families, EC2 GPU names,
+hosted-API models) and the parsing of one CSV row into one. Units are in the field names (GB/s,
+TFLOPS, GiB, USD per hour, USD per 1M tokens)."""
 
 from __future__ import annotations
 
@@ -161,6 +163,7 @@ class ApiPrice:
     output_usd_per_mtok: float
     source: str
     as_of: str
+    genai_prices_provider_id: str = ""  # the provider's id in genai-prices, when it has this model
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,118 @@ class EngineDefaults:
     cuda_graphs_gib_per_gpu: float
     source: str
     as_of: str
+
+
+@dataclass(frozen=True)
+class PlatformSetting:
+    """One platform default or rule (platform.csv): `value` is text; numbers are read with Catalog.number."""
+
+    item: str
+    value: str
+    unit: str
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class CpuInstance:
+    """A CPU instance type for the system node group (cpu_instance_prices.csv): USD per hour per region
+    and purchase, vCPUs and memory (GiB) to pack the system pods."""
+
+    instance_type: str
+    region: str
+    purchase: str
+    usd_per_hour: float
+    vcpus: int
+    memory_gib: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class SystemPod:
+    """One pod on the system nodes (system_pods.csv): requests per replica (millicores, MiB), image GiB."""
+
+    component: str
+    replicas: int
+    cpu_m: int
+    memory_mib: int
+    image_gib: float
+
+
+@dataclass(frozen=True)
+class DaemonSetRequest:
+    """A DaemonSet's requests on one node (node_daemonsets.csv): millicores and MiB per node."""
+
+    name: str
+    namespace: str
+    cpu_millicores: int
+    memory_mib: int
+    set_by: str
+    source: str
+    on_gpu_nodes: bool = True
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """A GPU's PCIe link (interconnects.csv): GB/s (1e9 bytes/s) per direction."""
+
+    gpu: str
+    pcie_bandwidth_gbs_per_direction: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class CheckpointFacts:
+    """A served checkpoint's pinned facts (checkpoints.csv)."""
+
+    hf_id: str
+    revision: str | None  # a Hub commit SHA; None = not pinned (the hub's main branch)
+    safetensors_bytes: int | None  # exact total of the .safetensors files; None = unknown
+    source: str
+
+
+@dataclass(frozen=True)
+class QuotaFamily:
+    """The EC2 vCPU quota that limits instance families starting with `family_prefix` (quota_families.csv)."""
+
+    family_prefix: str
+    purchase: str
+    quota_name: str
+
+
+@dataclass(frozen=True)
+class AwsGpuName:
+    """How EC2 DescribeInstanceTypes names a GPU, within a memory range (MiB per GPU), and its gpus.csv name."""
+
+    aws_gpu_name: str
+    min_gpu_memory_mib: int
+    max_gpu_memory_mib: int | None
+    gpu: str
+
+
+@dataclass(frozen=True)
+class ApiModel:
+    """A hosted-API model a plan is compared with (api_models.csv); parameters in billions."""
+
+    api_model: str
+    params_active_b: float
+    params_total_b: float
+    exact_hf_ids: tuple[str, ...]
+
+
+def platform_setting_from_row(r: dict[str, str]) -> PlatformSetting:
+    return PlatformSetting(r["item"], r["value"].strip(), r["unit"], r["source"], r["as_of"])
+
+
+def system_pod_from_row(r: dict[str, str]) -> SystemPod:
+    return SystemPod(r["component"], int(r["replicas"]), int(r["cpu_m"]), int(r["memory_mib"]), float(r["image_gib"]))
+
+
+def daemonset_from_row(r: dict[str, str]) -> DaemonSetRequest:
+    return DaemonSetRequest(r["daemonset"], r["namespace"], int(r["cpu_millicores"]), int(r["memory_mib"]),
+                            r["set_by"], r["source"], flag(r["on_gpu_nodes"]))
 
 
 def parse_layers(v: str) -> tuple[int, ...]:

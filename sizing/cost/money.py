@@ -7,15 +7,10 @@ Formulas: cost per 1M output tokens = $/hour ÷ (output tokens/s × 3,600) × 1,
 
 from __future__ import annotations
 
-import csv
 import math
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from sizing.catalog.paths import BUNDLED_DIR
-from sizing.catalog.platform import number
-from sizing.catalog.records import ApiPrice
+from sizing.catalog.records import ApiModel, ApiPrice
 from sizing.plan import ApiComparison, CostLine
 
 if TYPE_CHECKING:
@@ -36,25 +31,16 @@ def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float) -> float:
     return usd_per_hour / (tokens_per_s * 3600.0) * 1e6
 
 
-@dataclass(frozen=True)
-class ApiModel:
-    api_model: str
-    params_active_b: float
-    params_total_b: float
-    exact_hf_ids: tuple[str, ...]
+__all__ = ["HOURS_PER_MONTH", "SECONDS_PER_MONTH", "ApiModel", "api_comparison", "api_prices_for",
+           "comparable_api_model", "control_plane_log_gb_month", "control_plane_log_usd_per_gb", "cpu_price",
+           "platform_lines", "usd_per_million_tokens", "usd_per_month"]
 
 
-@lru_cache(maxsize=1)
-def _api_models() -> tuple[ApiModel, ...]:
-    with (BUNDLED_DIR / "api_models.csv").open(newline="") as f:
-        return tuple(ApiModel(r["api_model"], float(r["params_active_b"]), float(r["params_total_b"]),
-                              tuple(x for x in r["exact_hf_ids"].split(";") if x)) for r in csv.DictReader(f))
-
-
-def comparable_api_model(hf_id: str, params_active_b: float, params_total_b: float) -> tuple[str, bool]:
-    """The hosted-API model to compare with: the same model when an API serves it, else the one
-    nearest in active and total parameters (log distance). Returns (api model, exact?)."""
-    models = _api_models()
+def comparable_api_model(catalog: Catalog, hf_id: str, params_active_b: float,
+                         params_total_b: float) -> tuple[str, bool]:
+    """The hosted-API model to compare with (api_models.csv): the same model when an API serves it, else
+    the one nearest in active and total parameters (log distance). Returns (api model, exact?)."""
+    models = catalog.api_models
     for m in models:
         if hf_id in m.exact_hf_ids:
             return m.api_model, True
@@ -81,14 +67,12 @@ def _genai_price(provider_id: str, model_ref: str) -> tuple[float, float, str] |
 def api_prices_for(catalog: Catalog, api_model: str) -> list[ApiPrice]:
     """One price per provider for `api_model`: genai-prices where it has the model (its data is
     the reference), the catalog row otherwise (e.g. DeepInfra, which genai-prices lacks)."""
-    gp_ids = _genai_ids()
     out: list[ApiPrice] = []
     seen: set[str] = set()
     for p in catalog.api_prices:
         if p.model != api_model or p.provider in seen or "aggregator" in p.provider.lower():
             continue
-        live = _genai_price(gp_ids[(p.model, p.provider_model_id)], p.provider_model_id) \
-            if (p.model, p.provider_model_id) in gp_ids else None
+        live = _genai_price(p.genai_prices_provider_id, p.provider_model_id) if p.genai_prices_provider_id else None
         if live:
             out.append(ApiPrice(p.model, p.provider, p.provider_model_id, live[0], live[1],
                                 f"genai-prices ({p.provider_model_id})", p.as_of))
@@ -98,19 +82,12 @@ def api_prices_for(catalog: Catalog, api_model: str) -> list[ApiPrice]:
     return out
 
 
-@lru_cache(maxsize=1)
-def _genai_ids() -> dict[tuple[str, str], str]:
-    with (BUNDLED_DIR / "api_prices.csv").open(newline="") as f:
-        return {(r["model"], r["provider_model_id"]): r["genai_prices_provider_id"]
-                for r in csv.DictReader(f) if r.get("genai_prices_provider_id")}
-
-
 def api_comparison(catalog: Catalog, hf_id: str, params_active_b: float, params_total_b: float,
                    input_tokens_per_s: float, output_tokens_per_s: float,
                    self_hosted_usd_per_month: float) -> tuple[list[ApiComparison], str | None]:
     """Hosted-API monthly bills for the same traffic, cheapest first, and a note when the model
     compared is only the nearest comparable one."""
-    api_model, exact = comparable_api_model(hf_id, params_active_b, params_total_b)
+    api_model, exact = comparable_api_model(catalog, hf_id, params_active_b, params_total_b)
     in_mtok = input_tokens_per_s * SECONDS_PER_MONTH / 1e6
     out_mtok = output_tokens_per_s * SECONDS_PER_MONTH / 1e6
     rows = []
@@ -131,18 +108,24 @@ def api_comparison(catalog: Catalog, hf_id: str, params_active_b: float, params_
     return rows, note
 
 
-def control_plane_log_gb_month(nodes: int) -> float:
+def control_plane_log_gb_month(catalog: Catalog, nodes: int) -> float:
     """EKS control-plane log volume (audit + authenticator), GB/month: an estimate (platform.csv rows)."""
-    return number("control_plane_log_gb_base") + number("control_plane_log_gb_per_node") * nodes
+    return catalog.number("control_plane_log_gb_base") + catalog.number("control_plane_log_gb_per_node") * nodes
 
 
-def control_plane_log_usd_per_gb(region: str) -> float | None:
+def control_plane_log_usd_per_gb(catalog: Catalog, region: str) -> float | None:
     """Ingestion plus steady-state storage of one GB under the retention (CloudWatch Logs, us-east-1 rows)."""
     if region != "us-east-1":
         return None
-    months_kept = number("control_plane_log_retention_days") / 30.4
-    storage = number("cloudwatch_logs_storage_usd_per_gb_month")
-    return number("cloudwatch_logs_ingestion_usd_per_gb") + storage * months_kept
+    months_kept = catalog.number("control_plane_log_retention_days") / 30.4
+    storage = catalog.number("cloudwatch_logs_storage_usd_per_gb_month")
+    return catalog.number("cloudwatch_logs_ingestion_usd_per_gb") + storage * months_kept
+
+
+def cpu_price(catalog: Catalog, instance_type: str, region: str) -> float | None:
+    """On-demand USD per hour of a CPU instance type in `region` (cpu_instance_prices.csv), else None."""
+    c = catalog.cpu_instances.get((instance_type, region, "on-demand"))
+    return c.usd_per_hour if c is not None else None
 
 
 def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volume_gib_total: float,
@@ -161,13 +144,13 @@ def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volum
         return CostLine(name=name, quantity=qty, unit=unit_name,
                         usd_per_month=None if price is None else round(price * qty * factor, 2), source=src)
 
-    cpu = _cpu_price(system_instance_type, region)
+    cpu = cpu_price(catalog, system_instance_type, region)
     return [
         line("EKS control plane", 1, "cluster", unit("EKS control plane (standard support)"), HOURS_PER_MONTH,
              "platform_prices.csv"),
-        line(f"EKS control-plane logs (CloudWatch, {int(number('control_plane_log_retention_days'))}-day retention, "
-             "estimated volume)", round(control_plane_log_gb_month(nodes_total), 1), "GB",
-             control_plane_log_usd_per_gb(region), 1.0, "platform.csv"),
+        line(f"EKS control-plane logs (CloudWatch, {int(catalog.number('control_plane_log_retention_days'))}-day "
+             "retention, estimated volume)", round(control_plane_log_gb_month(catalog, nodes_total), 1), "GB",
+             control_plane_log_usd_per_gb(catalog, region), 1.0, "platform.csv"),
         line(f"System nodes (on-demand, {system_instance_type})", system_nodes, "instances", cpu, HOURS_PER_MONTH,
              "cpu_instance_prices.csv"),
         line("NAT gateways", nat_gateways, "gateways", unit("NAT gateway hourly"), HOURS_PER_MONTH,
@@ -179,12 +162,3 @@ def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volum
         line("Node root volumes (EBS gp3)", round(root_volume_gib_total * 2**30 / 1e9, 1), "GB",
              unit("EBS gp3 storage"), 1.0, "platform_prices.csv"),
     ]
-
-
-@lru_cache(maxsize=8)
-def _cpu_price(instance_type: str, region: str) -> float | None:
-    with (BUNDLED_DIR / "cpu_instance_prices.csv").open(newline="") as f:
-        for r in csv.DictReader(f):
-            if r["instance_type"] == instance_type and r["region"] == region:
-                return float(r["usd_per_hour"])
-    return None

@@ -12,18 +12,18 @@ bandwidths in GB/s (1e9 bytes/s).
 
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sizing.errors import LlmcapError
 
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+
 DATA_DIR = Path(__file__).parent.parent / "data"
 CALIBRATION_FILE = DATA_DIR / "perf_calibration.json"
-INTERCONNECT_FILE = DATA_DIR / "interconnects.csv"
 
 ENGINES = ("tensorrt-llm", "vllm", "sglang", "tgi")
 
@@ -183,12 +183,11 @@ def _load_file(path: str | None) -> Calibration:
     p = Path(path) if path else CALIBRATION_FILE
     if not p.is_file():
         raise PerfModelError(f"performance calibration {str(p)!r} is missing; run `python bench/calibrate.py`")
-    with p.open(encoding="utf-8") as f:
-        return calibration_from_dict(json.load(f))
+    from sizing.catalog.schema import load_json
+
+    return calibration_from_dict(load_json(p, CALIBRATION_FILE.name))
 
 
-@lru_cache(maxsize=1)
-def pcie_bandwidth_gbs() -> dict[str, float]:
-    """GPU name -> PCIe bandwidth per direction, GB/s (from interconnects.csv)."""
-    with INTERCONNECT_FILE.open(newline="", encoding="utf-8") as f:
-        return {r["gpu"]: float(r["pcie_bandwidth_gbs_per_direction"]) for r in csv.DictReader(f)}
+def pcie_bandwidth_gbs(catalog: Catalog) -> dict[str, float]:
+    """GPU name -> PCIe bandwidth per direction, GB/s (the catalog's interconnects.csv)."""
+    return {g: i.pcie_bandwidth_gbs_per_direction for g, i in catalog.interconnects.items()}

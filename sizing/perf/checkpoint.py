@@ -19,13 +19,13 @@ Units: bytes (not GiB).
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sizing.catalog.checkpoint_metadata import METADATA_SOURCE, _is_hub_id, cached_metadata, fetch_metadata
 from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.catalog.platform import number
+from sizing.catalog.records import CheckpointFacts
 from sizing.perf.memory import GIB
 
 if TYPE_CHECKING:
@@ -71,29 +71,13 @@ def model_size_line(model: ModelArch, precision: str = "bf16", catalog: Catalog 
 CHECKPOINTS_FILE = "checkpoints.csv"
 
 
-@dataclass(frozen=True)
-class CheckpointFacts:
-    hf_id: str
-    revision: str | None  # a Hub commit SHA; None = not pinned (the hub's main branch)
-    safetensors_bytes: int | None  # exact total of the .safetensors files; None = unknown
-    source: str
-
-
 def load_checkpoint_facts(cat: Catalog) -> dict[str, CheckpointFacts]:
-    path = cat._path(CHECKPOINTS_FILE)
-    with path.open(newline="", encoding="utf-8") as f:
-        return {r["hf_id"]: CheckpointFacts(r["hf_id"], r["revision"].strip() or None,
-                                            int(r["safetensors_bytes"]) if r["safetensors_bytes"].strip() else None,
-                                            r["source"])
-                for r in csv.DictReader(f)}
+    """checkpoints.csv of `cat` (the Catalog table, checked against sizing/data/schema.yaml)."""
+    return cat.checkpoints
 
 
 def checkpoint_facts(cat: Catalog, hf_id: str) -> CheckpointFacts:
-    facts = getattr(cat, "_checkpoint_facts", None)
-    if facts is None:
-        facts = load_checkpoint_facts(cat)
-        object.__setattr__(cat, "_checkpoint_facts", facts)
-    return facts.get(hf_id) or CheckpointFacts(hf_id, None, None, "not in checkpoints.csv")
+    return cat.checkpoints.get(hf_id) or CheckpointFacts(hf_id, None, None, "not in checkpoints.csv")
 
 
 @dataclass(frozen=True)
@@ -117,5 +101,5 @@ def checkpoint_size(cat: Catalog, hf_id: str, model: ModelArch, fmt: PrecisionFo
     b, how = checkpoint_bytes(model, fmt.name, repo_id=hf_id, revision=facts.revision or "main", catalog=cat)
     if how.startswith(METADATA_SOURCE):
         return CheckpointSize(b, True, how)
-    margin = number("checkpoint_size_margin")
+    margin = number("checkpoint_size_margin", cat)
     return CheckpointSize(b * (1.0 + margin), False, f"{how}; + {margin:.0%} margin for storage")

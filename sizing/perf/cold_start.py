@@ -24,6 +24,7 @@ from sizing.catalog.platform import number
 from sizing.perf.memory import GIB
 
 if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
     from sizing.plan import Pool
 
 
@@ -63,20 +64,22 @@ def default_mode(pool: Pool) -> str:
         else "stream"
 
 
-def cold_start(pool: Pool, mode: str | None = None) -> ColdStart:
-    """The cold start of one replica of `pool` on a new node (module docstring)."""
+def cold_start(pool: Pool, mode: str | None = None, catalog: Catalog | None = None) -> ColdStart:
+    """The cold start of one replica of `pool` on a new node (module docstring); the terms from
+    `catalog`'s platform.csv (the planner's), else the bundled one."""
     mode = {"s3-stream": "stream"}.get(mode or "", mode) or default_mode(pool)
     if mode not in ("nvme", "stream"):
         raise ValueError(f"mode {mode!r}: nvme, stream or s3-stream")
-    image_gib = number("vllm_image_gib")
-    s3, nvme, pull = number("weights_load_gbs_s3"), number("weights_load_gbs_nvme"), number("image_pull_gbs")
+    image_gib = number("vllm_image_gib", catalog)
+    s3, nvme = number("weights_load_gbs_s3", catalog), number("weights_load_gbs_nvme", catalog)
+    pull = number("image_pull_gbs", catalog)
     gb = pool.model_cache_gib_per_node * GIB / 1e9
-    terms = [Term("node boot", number("node_boot_s"), "EC2 launch to node Ready"),
+    terms = [Term("node boot", number("node_boot_s", catalog), "EC2 launch to node Ready"),
              Term("image pull", image_gib * GIB / 1e9 / pull, f"{image_gib:g} GiB at {pull:g} GB/s")]
     if mode == "nvme":
         terms += [Term("S3 sync", gb / s3, f"{gb:,.1f} GB at {s3:g} GB/s"),
                   Term("weights load", gb / nvme, f"{gb:,.1f} GB from NVMe at {nvme:g} GB/s")]
     else:
         terms.append(Term("weights stream", gb / s3, f"{gb:,.1f} GB from S3 at {s3:g} GB/s"))
-    terms.append(Term("engine start", number("engine_init_s"), "CUDA context, torch.compile, CUDA graphs"))
+    terms.append(Term("engine start", number("engine_init_s", catalog), "CUDA context, torch.compile, CUDA graphs"))
     return ColdStart(tuple(terms))

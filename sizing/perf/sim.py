@@ -206,7 +206,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     max_seqs, budget_tokens, _ = _engine_limits(catalog, cfg)
     cal = load_calibration()
     sm = c.sm
-    blk = int(number("vllm_kv_block_size"))
+    blk = int(number("vllm_kv_block_size", catalog))
     if not c.fit.fits:
         raise ValueError(f"the model does not fit: {c.fit.reason}")
     total_blocks = int(c.fit.kv_cache_gib_available * GIB // (c.fit.kv_cache_bytes_per_token * blk))

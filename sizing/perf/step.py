@@ -92,13 +92,14 @@ def kernel_efficiency(cal: Calibration, fmt: PrecisionFormat, weight_only: bool)
     return 1.0
 
 
-def link_bandwidth_gbs(gpu: Gpu, interconnect: str) -> float:
-    """Per-direction GB/s of one GPU's link: NVLink's datasheet figure is bidirectional, so halved."""
+def link_bandwidth_gbs(catalog: Catalog, gpu: Gpu, interconnect: str) -> float:
+    """Per-direction GB/s of one GPU's link: NVLink's datasheet figure is bidirectional, so halved;
+    PCIe from the catalog's interconnects.csv."""
     if interconnect == "nvlink":
         if not gpu.nvlink_bandwidth_gbs:
             raise PerfModelError(f"GPU {gpu.name} has no NVLink bandwidth in gpus.csv")
         return gpu.nvlink_bandwidth_gbs / 2.0
-    pcie = pcie_bandwidth_gbs().get(gpu.name)
+    pcie = pcie_bandwidth_gbs(catalog).get(gpu.name)
     if pcie is None:
         raise PerfModelError(f"no PCIe bandwidth for GPU {gpu.name} in interconnects.csv")
     return pcie
@@ -266,7 +267,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     peak_tflops, weight_only = compute_peak_tflops(cal, gpu, fmt)
     mfu = min(cal.v("gemm_mfu") * cal.engine_eff(engine) * kernel_efficiency(cal, fmt, weight_only), 1.0)
     hbm = gpu.memory_bandwidth_gbs >= HBM_MIN_BANDWIDTH_GBS
-    link = link_bandwidth_gbs(gpu, interconnect) if tp > 1 else 1.0
+    link = link_bandwidth_gbs(catalog, gpu, interconnect) if tp > 1 else 1.0
     return StepModel(
         tp=tp, pp=pp, num_layers=model.num_layers, dense_bytes_per_gpu=dense_bytes / n,
         expert_bytes_per_gpu=expert_bytes / n, num_experts=n_exp, experts_per_token=k,

@@ -17,62 +17,64 @@ The planner (sizing/planning/builder.py) splits `for_pods_*` between a node's re
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from sizing.catalog.paths import BUNDLED_DIR
+from sizing.catalog.records import DaemonSetRequest, daemonset_from_row
+from sizing.catalog.schema import bundled_table
 
 if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import Instance
+
+__all__ = ["DaemonSetRequest", "NodeAllocatable", "allocatable_terms", "daemonset_request", "gpu_node_daemonsets",
+           "kube_reserved_cpu_millicores", "kube_reserved_memory_mib", "max_pods", "node_allocatable",
+           "per_replica_requests"]
 
 ALLOCATABLE_FILE = "node_allocatable.csv"
 DAEMONSETS_FILE = "node_daemonsets.csv"
+TERMS = ("kube_reserved_memory_mib_per_pod", "kube_reserved_memory_mib_base", "kube_reserved_cpu_first_core",
+         "kube_reserved_cpu_second_core", "kube_reserved_cpu_cores_3_4", "kube_reserved_cpu_above_4",
+         "eviction_hard_memory_mib", "eviction_hard_nodefs_fraction", "max_pods_below_vcpu_threshold",
+         "max_pods_at_or_above_vcpu_threshold", "max_pods_vcpu_threshold", "vm_memory_overhead_fraction",
+         "unrequested_daemonset_memory_mib")
 
 
-@lru_cache(maxsize=1)
-def allocatable_terms() -> dict[str, float]:
-    with (BUNDLED_DIR / ALLOCATABLE_FILE).open(newline="", encoding="utf-8") as f:
-        return {r["item"]: float(r["value"]) for r in csv.DictReader(f)}
+def allocatable_terms(catalog: Catalog) -> dict[str, float]:
+    """The model's terms from the catalog's node_allocatable.csv; a missing one is a CatalogDataError."""
+    for item in TERMS:
+        catalog.allocatable_term(item)
+    return catalog.allocatable_terms
 
 
-@dataclass(frozen=True)
-class DaemonSetRequest:
-    name: str
-    namespace: str
-    cpu_millicores: int
-    memory_mib: int
-    set_by: str
-    source: str
+def gpu_node_daemonsets(catalog: Catalog) -> tuple[DaemonSetRequest, ...]:
+    """The DaemonSets that run on every GPU node, with their requests (node_daemonsets.csv)."""
+    return tuple(d for d in catalog.node_daemonsets if d.on_gpu_nodes)
 
 
-@lru_cache(maxsize=1)
-def gpu_node_daemonsets() -> tuple[DaemonSetRequest, ...]:
-    """The DaemonSets that run on every GPU node, with their requests."""
-    with (BUNDLED_DIR / DAEMONSETS_FILE).open(newline="", encoding="utf-8") as f:
-        return tuple(DaemonSetRequest(r["daemonset"], r["namespace"], int(r["cpu_millicores"]), int(r["memory_mib"]),
-                                      r["set_by"], r["source"])
-                     for r in csv.DictReader(f) if r["on_gpu_nodes"] == "yes")
-
-
-def daemonset_request(name: str) -> DaemonSetRequest:
-    for d in gpu_node_daemonsets():
+def daemonset_request(name: str, catalog: Catalog | None = None) -> DaemonSetRequest:
+    """One GPU-node DaemonSet's requests (node_daemonsets.csv of `catalog`; the bundled file when None:
+    sizing.catalog.schema.bundled_table)."""
+    rows = catalog.node_daemonsets if catalog is not None else \
+        tuple(daemonset_from_row(r) for r in bundled_table(DAEMONSETS_FILE))
+    for d in rows:
+        if not d.on_gpu_nodes:
+            continue
         if d.name == name:
             return d
     raise KeyError(name)
 
 
-def max_pods(vcpus: int) -> int:
+def max_pods(catalog: Catalog, vcpus: int) -> int:
     """The maxPods an EKS managed node group gives a node of `vcpus` vCPUs."""
-    t = allocatable_terms()
+    t = allocatable_terms(catalog)
     below = vcpus < t["max_pods_vcpu_threshold"]
     return int(t["max_pods_below_vcpu_threshold"] if below else t["max_pods_at_or_above_vcpu_threshold"])
 
 
-def kube_reserved_cpu_millicores(vcpus: int) -> int:
+def kube_reserved_cpu_millicores(catalog: Catalog, vcpus: int) -> int:
     """nodeadm's kube-reserved CPU for a node of `vcpus` vCPUs (integer arithmetic, as nodeadm does)."""
-    t = allocatable_terms()
+    t = allocatable_terms(catalog)
     total = vcpus * 1000
     ranges = [0, 1000, 2000, 4000, total]
     shares = [int(t["kube_reserved_cpu_first_core"]), int(t["kube_reserved_cpu_second_core"]),
@@ -86,8 +88,8 @@ def kube_reserved_cpu_millicores(vcpus: int) -> int:
     return out
 
 
-def kube_reserved_memory_mib(pods: int) -> int:
-    t = allocatable_terms()
+def kube_reserved_memory_mib(catalog: Catalog, pods: int) -> int:
+    t = allocatable_terms(catalog)
     return int(t["kube_reserved_memory_mib_per_pod"]) * pods + int(t["kube_reserved_memory_mib_base"])
 
 
@@ -112,18 +114,18 @@ class NodeAllocatable:
     for_pods_memory_mib: int
 
 
-def node_allocatable(instance: Instance) -> NodeAllocatable:
-    t = allocatable_terms()
-    pods = max_pods(instance.vcpus)
+def node_allocatable(catalog: Catalog, instance: Instance) -> NodeAllocatable:
+    t = allocatable_terms(catalog)
+    pods = max_pods(catalog, instance.vcpus)
     mem = int(instance.memory_gib * 1024)
     cap_mem = int(mem * (1.0 - t["vm_memory_overhead_fraction"]))
     cap_cpu = instance.vcpus * 1000
-    kr_cpu = kube_reserved_cpu_millicores(instance.vcpus)
-    kr_mem = kube_reserved_memory_mib(pods)
+    kr_cpu = kube_reserved_cpu_millicores(catalog, instance.vcpus)
+    kr_mem = kube_reserved_memory_mib(catalog, pods)
     evict = int(t["eviction_hard_memory_mib"])
     alloc_cpu = cap_cpu - kr_cpu
     alloc_mem = cap_mem - kr_mem - evict
-    ds = gpu_node_daemonsets()
+    ds = gpu_node_daemonsets(catalog)
     ds_cpu = sum(d.cpu_millicores for d in ds)
     ds_mem = sum(d.memory_mib for d in ds) + int(t["unrequested_daemonset_memory_mib"])
     return NodeAllocatable(
@@ -138,11 +140,11 @@ CPU_STEP_MILLICORES = 100
 MEMORY_STEP_MIB = 256
 
 
-def per_replica_requests(instance: Instance, replicas_per_node: int) -> tuple[int, int]:
+def per_replica_requests(catalog: Catalog, instance: Instance, replicas_per_node: int) -> tuple[int, int]:
     """(CPU millicores, memory MiB) one serving pod requests: the node's `for_pods` split between its
     replicas, rounded down to 100m / 256Mi so every pod fits. 0 when nothing is left (the plan is then
     refused by the deployability check, never silently floored)."""
-    node = node_allocatable(instance)
+    node = node_allocatable(catalog, instance)
     n = max(replicas_per_node, 1)
     cpu = node.for_pods_cpu_millicores // n // CPU_STEP_MILLICORES * CPU_STEP_MILLICORES
     mem = node.for_pods_memory_mib // n // MEMORY_STEP_MIB * MEMORY_STEP_MIB

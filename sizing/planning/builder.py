@@ -8,7 +8,6 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sizing.catalog.platform import number, setting
 from sizing.cost.money import (
     HOURS_PER_MONTH,
     api_comparison,
@@ -76,13 +75,13 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     served = w.checkpoints.get(c.precision, model.hf_id)
     size = checkpoint_size(cat, served, model, checkpoint_format(cat, stack, c.precision))
     ckpt_gib = size.gib
-    cache_gib = model_cache_gib(ckpt_gib)  # the whole checkpoint on every node (aws s3 sync copies the prefix)
+    cache_gib = model_cache_gib(ckpt_gib, cat)  # the whole checkpoint on every node (aws s3 sync copies the prefix)
     instance_store = stack.deployment.model_cache_on_instance_store
     # GPU memory is filled from the stage's share of the weights (Run:ai streamer from S3, or NVMe)
-    load_s = ckpt_gib / c.pp * GIB / 1e9 / number("weights_load_gbs_s3")
+    load_s = ckpt_gib / c.pp * GIB / 1e9 / cat.number("weights_load_gbs_s3")
     # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
     # between the replicas on it (sizing/planning/allocatable.py)
-    requests = per_replica_requests(inst, c.replicas_per_instance if c.pp == 1 else 1)
+    requests = per_replica_requests(cat, inst, c.replicas_per_instance if c.pp == 1 else 1)
     tuned = ev.tuning
     bound_code = (tuned.bound_code if tuned and tuned.bound_code else bind.code)
     regime = bind.text.rsplit("; ", 1)[-1]
@@ -105,13 +104,13 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         demand_share=round(part.demand_share, 6), local_nvme_gb=inst.local_nvme_gb,
         checkpoint_gib=round(ckpt_gib, 3), checkpoint_revision=checkpoint_facts(cat, served).revision,
         model_cache_gib_per_node=round(cache_gib, 3),
-        root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store),
+        root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store, cat),
         cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
         goodput_scale=ev.goodput_scale,
         vllm=VllmSettings(
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
-            pipeline_parallel_size=c.pp, max_model_len=served_max_model_len(model, w, ev.fit),
+            pipeline_parallel_size=c.pp, max_model_len=served_max_model_len(cat, model, w, ev.fit),
             max_num_seqs=max_num_seqs,
             # vLLM refuses a token budget below max_num_seqs (vllm/config/scheduler.py verify_max_model_len)
             max_num_batched_tokens=max(tuned.max_num_batched_tokens if tuned else eng.default_max_num_batched_tokens,
@@ -136,8 +135,8 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
                       f"the best goodput at the SLO over budgets {BUDGETS[0]:,}–{BUDGETS[-1]:,} (default "
                       f"{tuned.default_budget:,}), checked by the step-level simulation") if tuned else ""),
     )
-    mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store) else "stream"
-    pool.per_replica.cold_start_s = round(cold_start(pool, mode).total_s, 1)
+    mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store, cat) else "stream"
+    pool.per_replica.cold_start_s = round(cold_start(pool, mode, cat).total_s, 1)
     return pool
 
 
@@ -146,7 +145,7 @@ _PLANNED_PERCENTILES = tuple((m, q) for m in ("ttft", "itl", "tpot", "e2e") for 
                              if (m, q) not in (("ttft", "p95"), ("itl", "p95")))
 
 
-def served_max_model_len(model: ModelArch, w: Any, fit: Any) -> int:
+def served_max_model_len(cat: Catalog, model: ModelArch, w: Any, fit: Any) -> int:
     """vLLM --max-model-len (tokens). `llmcap:workload.max_context_tokens` when given; else the model's
     context limit (max_position_embeddings), capped at what one replica's KV cache holds (vLLM refuses to
     start with a max_model_len its KV cache cannot hold one sequence of) less a margin, and never below
@@ -155,8 +154,8 @@ def served_max_model_len(model: ModelArch, w: Any, fit: Any) -> int:
     if w.max_context_tokens:
         return int(w.max_context_tokens)
     kv_tokens = fit.kv_cache_gib_available * GIB / fit.kv_cache_bytes_per_token if fit.kv_cache_bytes_per_token else 0
-    step = int(number("max_model_len_step_tokens"))
-    cap = int(kv_tokens * number("max_model_len_kv_fraction")) // step * step
+    step = int(cat.number("max_model_len_step_tokens"))
+    cap = int(kv_tokens * cat.number("max_model_len_kv_fraction")) // step * step
     return max(w.context_tokens, min(model.max_position_embeddings, cap))
 
 
@@ -254,7 +253,7 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
     pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
     nodes_max = sum(p.instances_max for p in pools)
-    limit = int(number("kubernetes_max_nodes_per_cluster"))
+    limit = int(cat.number("kubernetes_max_nodes_per_cluster"))
     if nodes_max > limit:
         raise NoFeasiblePlanError(
             f"the plan needs {nodes_max:,} GPU nodes at its autoscaling maximum",
@@ -274,10 +273,10 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     in_tps = rps * w.prompt_tokens.mean * (1 - 0.0)
     out_tps = demand.output_tokens_per_s
     d = stack.deployment
-    system_type = d.system_node_instance_type or setting("system_node_instance_type")
-    system = size_system_nodes(pools, system_type, stack.region, d.system_node_count)
+    system_type = d.system_node_instance_type or cat.setting("system_node_instance_type")
+    system = size_system_nodes(cat, pools, system_type, stack.region, d.system_node_count)
     offered = {p.instance_type: cat.offered_azs(p.instance_type, stack.region) for p in pools}
-    nat = 0 if d.vpc_id else nat_gateway_count(offered, d.nat_gateways, int(number("max_azs")))
+    nat = 0 if d.vpc_id else nat_gateway_count(offered, d.nat_gateways, int(cat.number("max_azs")))
     gpu_nodes = sum(p.instances_desired for p in pools)
     plat = platform_lines(cat, stack.region, max(p.checkpoint_gib for p in pools),
                           sum(p.root_volume_gib * p.instances_desired for p in pools)

@@ -5,22 +5,30 @@ on the instance-store NVMe when nodeadm's RAID0 strategy moves containerd and th
 (llmcap:deployment.model_cache_on_instance_store), else on the root EBS volume. Pods are evicted when
 that filesystem has less than `eviction_hard_nodefs_fraction` free (nodeadm evictionHard
 nodefs.available 10%, sizing/data/node_allocatable.csv), so only the rest is usable. Sizes come from
-sizing/data/platform.csv (vllm_image_gib, root_volume_margin_gib, model_cache_headroom_gib).
+sizing/data/platform.csv (vllm_image_gib, root_volume_margin_gib, model_cache_headroom_gib). Both are
+read from the catalog given (the planner's), else the bundled files (infra's checks).
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from sizing.catalog.platform import number
+from sizing.catalog.schema import bundled_table
 from sizing.perf.memory import GIB
-from sizing.planning.allocatable import allocatable_terms
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
 
 
-def nodefs_eviction_fraction() -> float:
+def nodefs_eviction_fraction(catalog: Catalog | None = None) -> float:
     """The kubelet evicts pods when its filesystem has less than this fraction free (nodeadm
     evictionHard nodefs.available 10%; sizing/data/node_allocatable.csv)."""
-    return allocatable_terms()["eviction_hard_nodefs_fraction"]
+    item = "eviction_hard_nodefs_fraction"
+    if catalog is not None:
+        return catalog.allocatable_term(item)
+    return next(float(r["value"]) for r in bundled_table("node_allocatable.csv") if r["item"] == item)
 
 
 def nvme_gib(local_nvme_gb: int) -> float:
@@ -34,29 +42,32 @@ def ephemeral_on_nvme(local_nvme_gb: int, instance_store: bool) -> bool:
     return instance_store and local_nvme_gb > 0
 
 
-def usable_ephemeral_gib(disk_gib: float) -> float:
+def usable_ephemeral_gib(disk_gib: float, catalog: Catalog | None = None) -> float:
     """What pods can fill on the kubelet's filesystem before the hard eviction threshold (GiB)."""
-    return disk_gib * (1.0 - nodefs_eviction_fraction())
+    return disk_gib * (1.0 - nodefs_eviction_fraction(catalog))
 
 
-def cache_fits_nvme(local_nvme_gb: int, model_cache_gib: float, instance_store: bool) -> bool:
+def cache_fits_nvme(local_nvme_gb: int, model_cache_gib: float, instance_store: bool,
+                    catalog: Catalog | None = None) -> bool:
     """One model copy and the vLLM image fit the instance store below the eviction threshold."""
     if not ephemeral_on_nvme(local_nvme_gb, instance_store):
         return False
-    return usable_ephemeral_gib(nvme_gib(local_nvme_gb)) >= model_cache_gib + number("vllm_image_gib")
+    return usable_ephemeral_gib(nvme_gib(local_nvme_gb), catalog) >= model_cache_gib + number("vllm_image_gib",
+                                                                                                catalog)
 
 
-def model_cache_gib(checkpoint_gib: float) -> float:
+def model_cache_gib(checkpoint_gib: float, catalog: Catalog | None = None) -> float:
     """The model-cache emptyDir of a node (GiB): the WHOLE checkpoint (`aws s3 sync` copies every
     file of the prefix, on every node of a multi-node replica too) plus headroom."""
-    return checkpoint_gib + number("model_cache_headroom_gib")
+    return checkpoint_gib + number("model_cache_headroom_gib", catalog)
 
 
-def root_volume_gib(cache_gib: float, local_nvme_gb: int, instance_store: bool) -> int:
+def root_volume_gib(cache_gib: float, local_nvme_gb: int, instance_store: bool,
+                    catalog: Catalog | None = None) -> int:
     """Root EBS volume of a GPU node (GiB). On the instance store (RAID0) containerd and emptyDirs
     live on NVMe: the OS margin and the image suffice. Otherwise the root volume holds the image and
     one model copy (the copy Job's scratch, or the cache) below the eviction threshold."""
-    image, margin = number("vllm_image_gib"), number("root_volume_margin_gib")
+    image, margin = number("vllm_image_gib", catalog), number("root_volume_margin_gib", catalog)
     if ephemeral_on_nvme(local_nvme_gb, instance_store):
         return math.ceil(image + margin)
-    return math.ceil((image + cache_gib) / (1.0 - nodefs_eviction_fraction()) + margin)
+    return math.ceil((image + cache_gib) / (1.0 - nodefs_eviction_fraction(catalog)) + margin)

@@ -15,7 +15,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sizing.catalog.platform import number
 from sizing.planning.candidates import Evaluated, instances_for
 
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ def spot_notes(cat: Catalog, region: str, pools: list[tuple[str, str, int]]) -> 
         when = f"as of {price.as_of}" if dated else \
             f"an {price.as_of}; run `llmcap catalog refresh` for a dated 7-day median per AZ"
         out.append(f"spot price of {t} in {region}: ${price.usd_per_hour:,.4g}/h, {when} ({price.source})")
-    notice = number("spot_interruption_notice_s")
+    notice = cat.number("spot_interruption_notice_s")
     n_spot = sum(r for _, r in spot)
     n_all = sum(r for _, _, r in pools)
     out.append(f"spot capacity can be reclaimed at any time with a {notice:g} s interruption notice: "

@@ -155,8 +155,10 @@ def _version() -> str:
 
 
 def generation_of(catalog: Catalog, overlay_notes: list[str]) -> Generation:
-    cat_files = [FileHash(name=n, sha256=_sha(catalog._path(n)), source=_shown(catalog._path(n)))
-                 for n in CATALOG_FILES]
+    # the core tables always; any other table the plan read from an override directory too (the
+    # bundled ones are the same for every llmcap version and stay out, so a bundled plan is unchanged)
+    names = list(CATALOG_FILES) + sorted(n for n in catalog.overridden if n not in CATALOG_FILES)
+    cat_files = [FileHash(name=n, sha256=_sha(catalog._path(n)), source=_shown(catalog._path(n))) for n in names]
     overlay = None
     if overlay_notes:
         from sizing.perf.overlay import overlay_path

@@ -11,6 +11,7 @@ Must not import pulumi or boto3.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from sizing.cost.resources.base import PriceFn, PricingContext, Resource
@@ -20,6 +21,7 @@ from sizing.plan import CostLine
 
 def registry() -> dict[str, PriceFn]:
     from sizing.cost.resources import (
+        cloudwatch_log_group,
         ebs_volume,
         eip,
         eks_cluster,
@@ -32,7 +34,7 @@ def registry() -> dict[str, PriceFn]:
 
     out: dict[str, PriceFn] = {}
     for mod in (eks_cluster, eks_node_group, launch_template, nat_gateway, eip, load_balancer, ebs_volume,
-                s3_bucket):
+                s3_bucket, cloudwatch_log_group):
         for t in mod.RESOURCE_TYPES:
             out[t] = mod.price
     return out
@@ -76,8 +78,10 @@ def load_resources(path: Path) -> list[Resource]:
 def price_resources(resources: list[Resource], ctx: PricingContext) -> list[CostLine]:
     """Cost lines for every billable resource; unknown billable types show as not priced."""
     from sizing.cost.resources.free import is_free
+    from sizing.cost.resources.launch_template import nodes_using_templates
 
     reg = registry()
+    ctx = replace(ctx, template_nodes=nodes_using_templates(resources))
     lines: list[CostLine] = []
     for r in resources:
         fn = reg.get(r.type)

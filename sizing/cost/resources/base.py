@@ -25,6 +25,9 @@ class Resource:
 class PricingContext:
     catalog: Catalog
     region: str
+    # launch template logical name -> (nodes at desired size, node groups) of the node groups that use it;
+    # filled by price_resources from the whole program (sizing.cost.resources.launch_template)
+    template_nodes: dict[str, tuple[float, tuple[str, ...]]] = field(default_factory=dict)
 
 
 PriceFn = Callable[[Resource, PricingContext], list[CostLine]]

@@ -12,7 +12,7 @@ GB_PER_GIB = 2**30 / 1e9
 
 
 def price(r: Resource, ctx: PricingContext) -> list[CostLine]:
-    from sizing.cost.money import _cpu_price
+    from sizing.cost.money import cpu_price
 
     types = r.inputs.get("instanceTypes") or []
     itype = str(types[0]) if types else "unknown instance type"
@@ -25,7 +25,7 @@ def price(r: Resource, ctx: PricingContext) -> list[CostLine]:
         p = ctx.catalog.price(itype, ctx.region, purchase)
         usd_h, src, kind = (p.usd_per_hour if p else None), "prices.csv", "GPU instances"
     else:
-        usd_h = _cpu_price(itype, ctx.region) if purchase == "on-demand" else None
+        usd_h = cpu_price(ctx.catalog, itype, ctx.region) if purchase == "on-demand" else None
         src, kind = "cpu_instance_prices.csv", "System nodes" if "system" in r.name else "CPU instances"
     scale = f" (min {lo:g}, max {hi:g})" if lo is not None and hi is not None else ""
     lines = [hourly_line(f"{kind} ({purchase}, {itype})", desired if desired is not None else 0,
