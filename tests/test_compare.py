@@ -3,7 +3,6 @@ feasibility edges are found where constructed curves cross, the verdict gives it
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -115,11 +114,13 @@ def test_pruned_per_point_sweep_equals_full_search(cat: Catalog, var: str, spec:
         assert pt.usd_per_hour == pytest.approx(want), f"{var}={pt.x}: {pt.deployment}"
 
 
-def test_200_point_users_sweep_is_fast(cat: Catalog) -> None:
-    t0 = time.process_time()
+def test_200_point_users_sweep_prices_every_point(cat: Catalog) -> None:
+    """How fast (target < 5 s): `python bench/sweep_speed.py` times this sweep and five others."""
     sw = run_sweep(_l4_a100(), parse_sweep("users=10..5000:200"), cat)
     assert len(sw.values) > 150
-    assert time.process_time() - t0 < 5.0
+    for name in ("L4", "A100"):
+        assert len(sw.series[name]) == len(sw.values)
+        assert all(pt.usd_per_hour is not None and pt.usd_per_hour > 0 for pt in sw.series[name]), name
 
 
 # ------------------------------------------------------------------ crossovers and edges

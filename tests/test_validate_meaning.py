@@ -1,10 +1,9 @@
-"""`llmcap validate` checks what a stack means, in one line each, fast."""
+"""`llmcap validate` checks what a stack means, in one line each (its speed: bench/cli_speed.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -56,11 +55,11 @@ def test_prequantized_precision_without_checkpoint(tmp_path: Path) -> None:
     assert code == 2 and "int4-awq needs a pre-quantized checkpoint" in err and err.count("\n") == 1
 
 
-def test_bundled_stacks_validate_clean_and_fast() -> None:
+def test_bundled_stacks_validate_clean() -> None:
+    """Each bundled stack validates with no warning, offline, with no home directory. How fast
+    (target < 1 s each, Python start-up included): `python bench/cli_speed.py`."""
     for path in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
-        t0 = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "sizing.cli.app", "validate", str(path)], capture_output=True,
-                           text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")})
-        elapsed = time.perf_counter() - t0
+                           text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")},
+                           timeout=300)  # a hang guard only
         assert r.returncode == 0 and r.stderr == "", r.stderr
-        assert elapsed < 3.0, f"{path.name}: {elapsed:.2f} s"  # < 1 s unloaded; slack for a busy CI machine

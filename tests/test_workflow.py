@@ -103,6 +103,7 @@ def run_step(st: dict[str, Any], cwd: Path, given: dict[str, str], tmp: Path, pa
            "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary), "RUNNER_TEMP": str(tmp)}
     env.update({k: v for k, v in env_yaml.items() if k not in expr_keys})
     env.update(given)
+    # timeout: a hang guard only (a step takes seconds)
     proc = subprocess.run([*BASH, str(script_file)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     return StepRun(proc, outputs)
