@@ -26,7 +26,10 @@ def no_user_overlay(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
 
 
-@pytest.mark.parametrize("sc", SCENARIOS, ids=[s.mode for s in SCENARIOS])
+# models-trickle waits out the 4 s /v1/models deadline: slow here, since
+# test_a_trickling_models_endpoint_stops_at_the_request_timeout checks the same deadline at 1 s in the fast run
+@pytest.mark.parametrize("sc", [pytest.param(s, marks=pytest.mark.slow) if s.mode == "models-trickle" else s
+                                for s in SCENARIOS], ids=[s.mode for s in SCENARIOS])
 def test_a_hostile_server_costs_one_bounded_error(sc: Scenario) -> None:
     """The outcome proves the bound (a cap's error kind, not the request timeout's); the seconds are
     only hang-guarded here (their target: `python bench/hostile_servers.py`)."""

@@ -272,6 +272,7 @@ def _changed_catalog(cache: Path, saved: SavedPlan) -> None:
         (cache / name).write_text(buf.getvalue())
 
 
+@pytest.mark.slow  # a clean clone run three times under the mock engine (about 4 CPU s)
 def test_catalog_refresh_and_calibration_change_nothing_until_plan_write(
         clone: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sizing.perf.overlay import Overlay, OverlayEntry, overlay_path

@@ -339,6 +339,7 @@ def test_deployment_defaults_are_secure() -> None:
 
 # --- the command ------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a fresh Python importing the Pulumi SDKs (about 3 CPU s); the golden render tests render in-process
 def test_render_command_writes_resources_json_without_aws_credentials(tmp_path: Path) -> None:
     import os
 

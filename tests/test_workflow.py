@@ -291,6 +291,7 @@ def test_an_error_fails_the_diff_job(pr_checkout: tuple[Path, str], tmp_path: Pa
     assert len(runs) == 1 and runs[0].rc == 2, runs
 
 
+@pytest.mark.slow  # four runs of the diff job's steps, each a fresh llmcap diff (about 4 CPU s)
 @pytest.mark.parametrize("old,new", [
     ("--format markdown", "--format md"),              # a format the CLI does not have
     ("--out cost-diff.md", "--output cost-diff.md"),   # an option the CLI does not have
