@@ -91,8 +91,13 @@ def test_users_sweep_point_equals_the_plan(cat: Catalog, name: str, strategy: st
     assert pt.usd_per_million_output_tokens == pytest.approx(plan.totals.usd_per_million_output_tokens, abs=1e-3)
 
 
-@pytest.mark.parametrize("var,spec", [("itl_ms", "itl_ms=12..60:9"), ("prompt_tokens", "prompt_tokens=256..6000:7")])
-@pytest.mark.parametrize("strategy", ["scale-out", "mixed"])
+# the fast run keeps mixed over ITL and scale-out over prompt length; CI the other two pairs as well
+@pytest.mark.parametrize("var,spec,strategy", [
+    ("itl_ms", "itl_ms=12..60:9", "mixed"),
+    ("prompt_tokens", "prompt_tokens=256..6000:7", "scale-out"),
+    pytest.param("itl_ms", "itl_ms=12..60:9", "scale-out", marks=pytest.mark.slow),
+    pytest.param("prompt_tokens", "prompt_tokens=256..6000:7", "mixed", marks=pytest.mark.slow),
+])
 def test_pruned_per_point_sweep_equals_full_search(cat: Catalog, var: str, spec: str, strategy: str) -> None:
     """Bounded evaluation must find the same cheapest plan as evaluating every candidate."""
     st = _stack("dev")

@@ -6,6 +6,7 @@ runs with the extras absent: tests/test_layering.py::test_plan_path_imports_stay
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -47,8 +48,13 @@ def test_base_dependencies_pull_no_cloud_sdk_and_extras_do() -> None:
     assert self_ref.extras == set(extras) - {"dev"}
 
 
+@functools.cache
+def _packages() -> dict[str, list[str]]:
+    return dict(metadata.packages_distributions())  # scans every installed distribution: once
+
+
 def _dist_of(module: str) -> set[str]:
-    return {re.sub(r"[-_.]+", "-", d).lower() for d in metadata.packages_distributions().get(module, [])}
+    return {re.sub(r"[-_.]+", "-", d).lower() for d in _packages().get(module, [])}
 
 
 def test_the_missing_extra_table_matches_pyproject() -> None:
@@ -65,7 +71,7 @@ def test_the_missing_extra_table_matches_pyproject() -> None:
     # and every package of the non-dev extras has its line (a missing one would show a traceback)
     for extra in ("infra", "aws", "bench", "plot"):
         for dist in extras[extra]:
-            mods = {m for m, ds in metadata.packages_distributions().items()
+            mods = {m for m, ds in _packages().items()
                     if dist in {re.sub(r"[-_.]+", "-", d).lower() for d in ds} and not m.startswith("_")}
             assert mods & set(EXTRA_OF), f"{dist} ({extra}): none of its modules {sorted(mods)} is in EXTRA_OF"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import subprocess
 import sys
 from collections.abc import Callable
@@ -168,7 +169,9 @@ def layer_of_factory(layers: list[tuple[str, list[str]]]) -> Callable[[str], int
     return layer_of
 
 
+@functools.cache
 def project_graph() -> Graph:
+    """The import graph of sizing/ and infra/, built once per session (the tests only read it)."""
     return import_graph(ROOT, ["sizing", "infra"])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -58,8 +59,16 @@ def test_prequantized_precision_without_checkpoint(tmp_path: Path) -> None:
 def test_bundled_stacks_validate_clean() -> None:
     """Each bundled stack validates with no warning, offline, with no home directory. How fast
     (target < 1 s each, Python start-up included): `python bench/cli_speed.py`."""
-    for path in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
-        r = subprocess.run([sys.executable, "-m", "sizing.cli.app", "validate", str(path)], capture_output=True,
-                           text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")},
-                           timeout=300)  # a hang guard only
-        assert r.returncode == 0 and r.stderr == "", r.stderr
+    paths = [str(p) for p in sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))]
+    # one fresh Python (no PATH, no home, offline) validating each in turn, as `llmcap validate FILE` does
+    code = ("import json, sys; from typer.testing import CliRunner; from sizing.cli.app import app; "
+            "print(json.dumps([[p, r.exit_code, r.stderr] for p in sys.argv[1:] "
+            "for r in [CliRunner().invoke(app, ['validate', p])]]))")
+    r = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, cwd=ROOT,
+                       text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")},
+                       timeout=300)  # a hang guard only
+    assert r.returncode == 0, r.stderr
+    results = json.loads(r.stdout)
+    assert [p for p, _, _ in results] == paths
+    for path, exit_code, stderr in results:
+        assert exit_code == 0 and stderr == "", (path, stderr)
