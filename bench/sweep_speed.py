@@ -24,6 +24,7 @@ from sizing.stack import load_stack  # noqa: E402
 TARGET_S = 5.0
 CASES = [
     ("L4 vs A100 stacks", ["scaleout-l4", "scaleup-a100"], None, "users=10..2000"),
+    ("L4 vs A100 stacks", ["scaleout-l4", "scaleup-a100"], None, "users=10..5000"),  # tests/test_compare.py's
     ("L4 vs A100 stacks", ["scaleout-l4", "scaleup-a100"], None, "rate=0.5..100"),
     ("L4 vs A100 stacks", ["scaleout-l4", "scaleup-a100"], None, "itl_ms=10..60"),
     ("L4 vs A100 stacks", ["scaleout-l4", "scaleup-a100"], None, "prompt_tokens=128..4096"),

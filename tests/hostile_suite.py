@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from sizing.measure.client import BenchConnectionError, RunLimits, Target, preflight, run_load
 from sizing.measure.workload import RequestFactory
 from sizing.spec import WorkloadSpec
-from tests.fake_openai_server import HOSTILE_MODES, FakeServer, FakeServerConfig
+from tests.fake_openai_server import HOSTILE_MAX_S, HOSTILE_MODES, FakeServer, FakeServerConfig
 
 REQUEST_TIMEOUT_S = 4.0  # per request, and the /v1/models deadline
 PEAK_MIB_MAX = 16.0  # the caps are 1 MiB a line, 1 MiB of /v1/models, 4 KiB of an error body
+# A hang guard, not a speed figure: a hostile answer that the client failed to bound runs until the server
+# gives up (HOSTILE_MAX_S, 60 s); a bounded one takes a second or two (bench/hostile_servers.py prints it).
+HANG_GUARD_S = HOSTILE_MAX_S / 2
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class Scenario:
     mode: str
     every: int  # every n-th completion request misbehaves (the others must still succeed)
     expect: str  # the error kind recorded, or text of the one-line error for /v1/models
-    max_s: float  # a bounded answer comes well before the request timeout
+    max_s: float  # the target: a bounded answer comes well before the request timeout (bench judges it)
 
 
 SCENARIOS = [
@@ -46,8 +49,14 @@ class Row:
     outcome: str  # "bad-stream ×2, ok ×2" or the error line
     seconds: float
     peak_mib: float
-    ok: bool
+    ok: bool  # the expected outcome, under PEAK_MIB_MAX (what tests/test_bench_hostile.py asserts)
     detail: str
+
+    @property
+    def in_time(self) -> bool:
+        """Within the scenario's target seconds: a speed figure on a shared machine, so only
+        bench/hostile_servers.py judges it; the test keeps HANG_GUARD_S."""
+        return self.seconds <= self.scenario.max_s
 
 
 def workload() -> WorkloadSpec:
@@ -82,13 +91,15 @@ def run_scenario(sc: Scenario) -> Row:
     finally:
         tracemalloc.stop()
         server.stop()
-    ok = ok and seconds <= sc.max_s and peak <= PEAK_MIB_MAX
+    ok = ok and peak <= PEAK_MIB_MAX
     return Row(sc, outcome, seconds, peak, ok, detail)
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| hostile server | what it does | outcome | s | peak MiB | ok |", "|---|---|---|---|---|---|"]
+    lines = ["| hostile server | what it does | outcome | s (target) | peak MiB | ok | in time |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.scenario.mode} | {HOSTILE_MODES[r.scenario.mode]} | {r.outcome[:90]} | "
-                     f"{r.seconds:.2f} | {r.peak_mib:.1f} | {'yes' if r.ok else 'NO'} |")
+                     f"{r.seconds:.2f} (≤ {r.scenario.max_s:g}) | {r.peak_mib:.1f} | {'yes' if r.ok else 'NO'} | "
+                     f"{'yes' if r.in_time else 'NO'} |")
     return "\n".join(lines)

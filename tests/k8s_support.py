@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.manifests import kubernetes_objects
-from infra.render import RenderResult, render_stack, resources_document
-from sizing.catalog.lookup import load_catalog
-from sizing.planning.planner import plan_for
+from infra.render import RenderResult, resources_document
 from sizing.stack import load_stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,8 +18,13 @@ STACK_IDS = [p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACK
 
 @cache
 def rendered(stack_id: str) -> tuple[RenderResult, list[dict[str, Any]]]:
-    path = ROOT / "stacks" / f"Pulumi.{stack_id}.yaml"
-    result = render_stack(load_stack(path), plan_for(path), load_catalog(None))
+    """A bundled stack planned and rendered, with its resources document. The render is
+    tests/pulumi_harness.bundled's (one mocked run per stack for the whole session); the same as
+    render_stack(load_stack(path), plan_for(path)), since a bundled stack has no warnings to merge."""
+    from tests.pulumi_harness import bundled
+
+    result = bundled(stack_id)
+    assert not load_stack(ROOT / "stacks" / f"Pulumi.{stack_id}.yaml").warnings, stack_id
     return result, resources_document(result)
 
 

@@ -67,6 +67,14 @@ def test_preflight_without_credentials_is_one_line_exit_2(runner: CliRunner, mon
 def test_preflight_json_in_a_region_without_the_planned_type(runner: CliRunner, monkeypatch: pytest.MonkeyPatch,
                                                             tmp_path: Path) -> None:
     set_dummy_aws_env(monkeypatch, tmp_path, moto_url())
+    # moto answers ListServiceQuotas with a 500 (not implemented): botocore's standard retries would sleep
+    # about 5 s before the same "unknown" quota, so this test's clients try once
+    from botocore.config import Config
+
+    import sizing.adapters.aws
+
+    monkeypatch.setattr(sizing.adapters.aws, "Config",
+                        lambda **kw: Config(**{**kw, "retries": {"max_attempts": 1, "mode": "standard"}}))
     cat = Catalog()
     itype = _planned_type()
     offering = cat.regions_offering(itype)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from sizing.measure.results import load_results
 from tests.bench_helpers import bench_app, write_stack
 from tests.fake_openai_server import FakeServer, FakeServerConfig
-from tests.hostile_suite import SCENARIOS, Scenario, run_scenario, table
+from tests.hostile_suite import HANG_GUARD_S, SCENARIOS, Scenario, run_scenario, table
 
 ENV = {"COLUMNS": "200"}
 
@@ -26,11 +26,17 @@ def no_user_overlay(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
 
 
-@pytest.mark.parametrize("sc", SCENARIOS, ids=[s.mode for s in SCENARIOS])
+# models-trickle waits out the 4 s /v1/models deadline: slow here, since
+# test_a_trickling_models_endpoint_stops_at_the_request_timeout checks the same deadline at 1 s in the fast run
+@pytest.mark.parametrize("sc", [pytest.param(s, marks=pytest.mark.slow) if s.mode == "models-trickle" else s
+                                for s in SCENARIOS], ids=[s.mode for s in SCENARIOS])
 def test_a_hostile_server_costs_one_bounded_error(sc: Scenario) -> None:
+    """The outcome proves the bound (a cap's error kind, not the request timeout's); the seconds are
+    only hang-guarded here (their target: `python bench/hostile_servers.py`)."""
     row = run_scenario(sc)
     print("\n" + table([row]))
     assert row.ok, f"{table([row])}\n{row.detail}"
+    assert row.seconds < HANG_GUARD_S, table([row])
 
 
 @pytest.fixture
@@ -63,7 +69,8 @@ def test_every_request_odd_is_a_failed_check_with_results(server: FakeServer, tm
 def test_a_trickling_models_endpoint_stops_at_the_request_timeout(server: FakeServer, tmp_path: Path) -> None:
     t = time.perf_counter()
     code, stdout, stderr, out = bench(server.url, tmp_path, "--concurrency", "1", "--request-timeout", "1")
-    assert time.perf_counter() - t < 4.0
+    # the message names the 1 s deadline; the clock only guards against the server's 60 s trickle
+    assert time.perf_counter() - t < HANG_GUARD_S
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and "did not answer within 1 s" in lines[0], stderr
     assert not out.exists()  # nothing was measured

@@ -119,8 +119,15 @@ def pip_toolchain_install(project: Path) -> str:
     assert not (project / ".venv").exists()
     req = project / "requirements.txt"
     assert req.is_file(), "no requirements.txt: Pulumi's pip toolchain would install nothing into .venv"
+    return requirements_install(project)
+
+
+def requirements_install(project: Path) -> str:
+    """`pip install -r requirements.txt` in the project folder, resolved with --dry-run (no packages
+    installed into this test's environment); pip's output."""
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--disable-pip-version-check",
-                        "-r", "requirements.txt"], cwd=project, capture_output=True, text=True, timeout=300)
+                        "-r", "requirements.txt"], cwd=project, capture_output=True, text=True,
+                       timeout=300)  # a hang guard: resolving takes seconds
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return r.stdout
 
@@ -132,10 +139,22 @@ def follow_readme(project: Path, monkeypatch: pytest.MonkeyPatch, install: bool 
     skipped (they need an AWS account)."""
     stack, secrets, skipped = None, {}, []
     preview: tuple[list[h.RenderedResource], dict[str, Any]] | None = None
+    venv = activated = installed = False  # .venv made by the README; activated; requirements.txt installed
     for argv in readme_cloud_steps(project / "README.md"):
-        if argv[:2] == ["pulumi", "login"]:
+        if argv == ["python3", "-m", "venv", ".venv"]:
+            venv = True
+        elif argv in (["."] + [".venv/bin/activate"], ["source", ".venv/bin/activate"]):
+            assert venv or preview is not None, "the README activates .venv before anything created it"
+            activated = True
+        elif argv == ["pip", "install", "-r", "requirements.txt"]:
+            assert activated, "the README installs requirements.txt outside .venv"
+            if install:
+                out = requirements_install(project)
+                assert "Would install llmcap-" in out, out[-2000:]
+            installed = True
+        elif argv[:2] == ["pulumi", "login"]:
             continue  # the state backend: nothing the program sees
-        if argv[:3] == ["pulumi", "stack", "select"]:
+        elif argv[:3] == ["pulumi", "stack", "select"]:
             stack = argv[3]
             assert (project / "stacks" / f"Pulumi.{stack}.yaml").is_file(), argv
         elif argv[:4] == ["pulumi", "config", "set", "--secret"]:
@@ -145,18 +164,22 @@ def follow_readme(project: Path, monkeypatch: pytest.MonkeyPatch, install: bool 
             config_set_path(project / "stacks" / f"Pulumi.{stack}.yaml", argv[4], SHELL_VALUES.get(argv[5], argv[5]))
         elif argv[:2] == ["aws", "secretsmanager"]:
             skipped.append(" ".join(argv[:3]))  # creates the Docker Hub credential in the account
-        elif argv in (["."] + [".venv/bin/activate"], ["source", ".venv/bin/activate"]):
-            assert preview is not None, "the README activates .venv before pulumi preview created it"
         elif argv[:2] == ["llmcap", "preflight"]:
+            assert installed, "llmcap preflight needs boto3 (the aws extra) in .venv"
             skipped.append(" ".join(argv))  # AWS quotas (tests/test_aws_preflight.py runs it against moto)
         elif argv[0] == "llmcap":
             code, out = cli(project, monkeypatch, argv[1:])
             assert code == 0, (argv, out)
         elif argv[:2] == ["pulumi", "preview"]:
             assert stack is not None and argv[argv.index("-s") + 1] == stack
-            if install:
-                out = pip_toolchain_install(project)
-                assert "Would install llmcap-" in out, out[-2000:]
+            if not venv:  # Pulumi's pip toolchain creates .venv and installs requirements.txt
+                if install:
+                    out = pip_toolchain_install(project)
+                    assert "Would install llmcap-" in out, out[-2000:]
+                venv = installed = True
+            # with a .venv already there Pulumi installs nothing (pip.go, EnsureVenv: "if
+            # IsVirtualEnv(p.virtualenvPath) { return nil }"): the program needs requirements.txt in it
+            assert installed, "pulumi preview runs the program from a .venv without requirements.txt (pulumi)"
             preview = h.run_program_file(project, stack, secrets)
         elif argv[:2] == ["pulumi", "up"]:
             assert stack is not None and preview is not None, "pulumi up before pulumi preview"
@@ -249,6 +272,7 @@ def _changed_catalog(cache: Path, saved: SavedPlan) -> None:
         (cache / name).write_text(buf.getvalue())
 
 
+@pytest.mark.slow  # a clean clone run three times under the mock engine (about 4 CPU s)
 def test_catalog_refresh_and_calibration_change_nothing_until_plan_write(
         clone: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sizing.perf.overlay import Overlay, OverlayEntry, overlay_path

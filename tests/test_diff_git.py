@@ -143,6 +143,7 @@ def test_a_stack_over_its_own_budget_fails_the_gate(repo: Path, monkeypatch: pyt
     assert "stack dev: $" in out and "above its llmcap:budget_usd_month $5,000" in out
 
 
+@pytest.mark.slow  # plans (and renders) both sides of a real git repository: about 1-2 CPU s
 def test_render_prices_every_resource_of_the_changed_stack(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dev = repo / "stacks" / "Pulumi.dev.yaml"
     dev.write_text(dev.read_text().replace("concurrent_users: 100", "concurrent_users: 200"))
@@ -159,6 +160,7 @@ def test_render_prices_every_resource_of_the_changed_stack(repo: Path, monkeypat
 
 # --- issue 18 item 6: a head that cannot be priced fails the gate; renames ---------------------------
 
+@pytest.mark.slow  # plans (and renders) both sides of a real git repository: about 1-2 CPU s
 def test_a_head_that_cannot_be_planned_fails_the_gate_with_its_reason(repo: Path, monkeypatch: pytest.MonkeyPatch
                                                                       ) -> None:
     dev = repo / "stacks" / "Pulumi.dev.yaml"
@@ -175,6 +177,7 @@ def test_a_head_that_cannot_be_planned_fails_the_gate_with_its_reason(repo: Path
     assert code == 0 and "Gate failed" not in md and "could not be planned" in md
 
 
+@pytest.mark.slow  # plans (and renders) both sides of a real git repository: about 1-2 CPU s
 def test_a_renamed_stack_file_is_a_rename(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     git(repo, "mv", "stacks/Pulumi.old.yaml", "stacks/Pulumi.staging.yaml")
     code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
@@ -212,6 +215,7 @@ def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalo
         assert r.exit_code == 0, r.output
 
 
+@pytest.mark.slow  # plans (and renders) both sides of a real git repository: about 1-2 CPU s
 def test_saved_plans_are_compared_when_the_refs_have_them(repo: Path, monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
     from sizing.catalog.paths import BUNDLED_DIR

@@ -339,6 +339,7 @@ def test_deployment_defaults_are_secure() -> None:
 
 # --- the command ------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a fresh Python importing the Pulumi SDKs (about 3 CPU s); the golden render tests render in-process
 def test_render_command_writes_resources_json_without_aws_credentials(tmp_path: Path) -> None:
     import os
 
@@ -350,6 +351,7 @@ def test_render_command_writes_resources_json_without_aws_credentials(tmp_path: 
             "'render' in names or app.command('render')(render.render); "
             "sys.argv = ['llmcap'] + sys.argv[1:]; app()")
     out = tmp_path / "out"
+    # timeout: a hang guard only (the render takes seconds)
     proc = subprocess.run([sys.executable, "-c", code, "render", str(h.ROOT / "stacks" / "Pulumi.dev.yaml"),
                            "--out", str(out)], cwd=h.ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -363,6 +365,7 @@ def test_render_command_module_does_not_import_pulumi() -> None:
     code = ("import sys, sizing.cli.app, sizing.cli.render_cmd; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_aws', 'infra')]; "
             "print(bad); sys.exit(1 if bad else 0)")
+    # timeout: a hang guard only
     proc = subprocess.run([sys.executable, "-c", code], cwd=h.ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

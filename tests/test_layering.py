@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import subprocess
 import sys
 from collections.abc import Callable
@@ -48,12 +49,42 @@ def test_sizing_imports_no_cloud_sdk() -> None:
     assert not bad, "sizing/ imports a cloud SDK: " + "; ".join(bad)
 
 
-def test_plan_path_imports_stay_light() -> None:
+HEAVY = ("pulumi", "pulumi_aws", "pulumi_kubernetes", "boto3", "botocore", "matplotlib", "httpx")
+# `llmcap plan` in a Python where the optional extras (pyproject.toml) are not importable, as after
+# `pip install llmcap`: a meta-path finder answers ModuleNotFoundError for them and records each attempt
+# (an import tried and caught would otherwise pass unseen).
+_PLAN_WITHOUT_EXTRAS = """
+import sys
+BLOCKED, TRIED = set(sys.argv[1].split(",")), []
+class _NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            TRIED.append(name)
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, _NotInstalled())
+import atexit
+atexit.register(lambda: sys.stderr.write("tried: " + ",".join(TRIED) + "\\n"))
+from sizing.cli.app import main
+sys.argv = ["llmcap", "plan", "stacks/Pulumi.dev.yaml", "--format", "json"]
+main()
+"""
+
+
+def test_plan_path_imports_stay_light(tmp_path: Path) -> None:
     code = ("import sys, sizing.cli.app, sizing.planning.planner, sizing.planning.builder, sizing.report.plan_views; "
-            "print(','.join(m for m in ('pulumi','pulumi_aws','pulumi_kubernetes','boto3','matplotlib','httpx')"
-            " if m in sys.modules))")
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "", f"heavy modules on the plan path: {out.stdout}"
+    # end to end: the README's first command works without the infra, aws, bench and plot extras, and plans
+    # what the golden file shows (the bundled catalog, no overlay, no user cache)
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(tmp_path), "COLUMNS": "200",
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    r = subprocess.run([sys.executable, "-c", _PLAN_WITHOUT_EXTRAS, ",".join(HEAVY)], capture_output=True,
+                       text=True, cwd=ROOT, env=env, timeout=300)  # a hang guard only: the plan takes seconds
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.splitlines()[-1] == "tried: ", f"the plan path tried to import an extra's module: {r.stderr}"
+    assert r.stdout == (ROOT / "tests" / "golden" / "plan" / "dev" / "plan.json").read_text()
 
 
 def _distinctive(v: float) -> bool:
@@ -138,7 +169,9 @@ def layer_of_factory(layers: list[tuple[str, list[str]]]) -> Callable[[str], int
     return layer_of
 
 
+@functools.cache
 def project_graph() -> Graph:
+    """The import graph of sizing/ and infra/, built once per session (the tests only read it)."""
     return import_graph(ROOT, ["sizing", "infra"])
 
 

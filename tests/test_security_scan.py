@@ -40,6 +40,7 @@ def _ensure_checkov() -> None:
 @pytest.mark.slow
 def test_rendered_manifests_pass_checkov() -> None:
     _ensure_checkov()
+    # timeout: a hang guard only (checkov takes about a minute)
     run = subprocess.run([str(SCRIPT)], cwd=ROOT, capture_output=True, text=True, timeout=600,
                          env={**os.environ, "PYTHON": sys.executable})
     out = run.stdout + run.stderr

@@ -56,6 +56,7 @@ stacks = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow  # 60 tuned plans (about 7 CPU s); tests/test_planner.py keeps a mixed-purchase plan in the fast run
 @settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(stacks)
 def test_purchase_mixed_never_costs_more_than_its_parts(s: dict[str, Any]) -> None:

@@ -1,10 +1,10 @@
-"""`llmcap validate` checks what a stack means, in one line each, fast."""
+"""`llmcap validate` checks what a stack means, in one line each (its speed: bench/cli_speed.py)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -56,11 +56,19 @@ def test_prequantized_precision_without_checkpoint(tmp_path: Path) -> None:
     assert code == 2 and "int4-awq needs a pre-quantized checkpoint" in err and err.count("\n") == 1
 
 
-def test_bundled_stacks_validate_clean_and_fast() -> None:
-    for path in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "sizing.cli.app", "validate", str(path)], capture_output=True,
-                           text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")})
-        elapsed = time.perf_counter() - t0
-        assert r.returncode == 0 and r.stderr == "", r.stderr
-        assert elapsed < 3.0, f"{path.name}: {elapsed:.2f} s"  # < 1 s unloaded; slack for a busy CI machine
+def test_bundled_stacks_validate_clean() -> None:
+    """Each bundled stack validates with no warning, offline, with no home directory. How fast
+    (target < 1 s each, Python start-up included): `python bench/cli_speed.py`."""
+    paths = [str(p) for p in sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))]
+    # one fresh Python (no PATH, no home, offline) validating each in turn, as `llmcap validate FILE` does
+    code = ("import json, sys; from typer.testing import CliRunner; from sizing.cli.app import app; "
+            "print(json.dumps([[p, r.exit_code, r.stderr] for p in sys.argv[1:] "
+            "for r in [CliRunner().invoke(app, ['validate', p])]]))")
+    r = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, cwd=ROOT,
+                       text=True, env={"PATH": "", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT / ".nohome")},
+                       timeout=300)  # a hang guard only
+    assert r.returncode == 0, r.stderr
+    results = json.loads(r.stdout)
+    assert [p for p, _, _ in results] == paths
+    for path, exit_code, stderr in results:
+        assert exit_code == 0 and stderr == "", (path, stderr)

@@ -120,6 +120,7 @@ def _cut(text: str) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow  # the whole README walkthrough, command by command (about 2 CPU s)
 def test_walkthrough_transcript_is_current(workdir: Path, update_golden: bool) -> None:
     from sizing.cli.app import app
 

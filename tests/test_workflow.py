@@ -103,6 +103,7 @@ def run_step(st: dict[str, Any], cwd: Path, given: dict[str, str], tmp: Path, pa
            "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary), "RUNNER_TEMP": str(tmp)}
     env.update({k: v for k, v in env_yaml.items() if k not in expr_keys})
     env.update(given)
+    # timeout: a hang guard only (a step takes seconds)
     proc = subprocess.run([*BASH, str(script_file)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     return StepRun(proc, outputs)
@@ -290,6 +291,7 @@ def test_an_error_fails_the_diff_job(pr_checkout: tuple[Path, str], tmp_path: Pa
     assert len(runs) == 1 and runs[0].rc == 2, runs
 
 
+@pytest.mark.slow  # four runs of the diff job's steps, each a fresh llmcap diff (about 4 CPU s)
 @pytest.mark.parametrize("old,new", [
     ("--format markdown", "--format md"),              # a format the CLI does not have
     ("--out cost-diff.md", "--output cost-diff.md"),   # an option the CLI does not have

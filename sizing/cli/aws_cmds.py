@@ -1,6 +1,7 @@
 """`llmcap preflight` and `llmcap catalog refresh`: the commands that talk to AWS.
 
-sizing.adapters.aws (and so boto3) is imported inside the commands, never at import time.
+sizing.adapters.aws (and so boto3, the `aws` extra) is imported inside the commands, never at import time;
+each command first checks that boto3 is installed (sizing.cli.extras).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import typer
 
 from sizing.catalog.lookup import load_catalog
 from sizing.cli.common import TableOrJson, console, emit_json, guarded
+from sizing.cli.extras import require
 from sizing.errors import CheckFailedError
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ def preflight(
     """Check the plan against live AWS: AZs offering each instance type and vCPU quotas at maximum scale.
 
     Exit 1 when a check fails; exit 2 on missing credentials or denied access."""
+    require("llmcap preflight", "boto3", "botocore")  # before planning
     from sizing.adapters.aws import AwsClients, aws_errors, run_preflight
     from sizing.planning.planner import plan_for
 
@@ -90,6 +93,7 @@ def catalog_refresh(
 
     Spot prices: per AZ, the time-weighted median of the last 7 days of DescribeSpotPriceHistory.
     The cache is replaced as a whole generation in one rename; on any error it is left as it was."""
+    require("llmcap catalog refresh", "boto3", "botocore")
     from sizing.adapters.aws import AwsClients, aws_errors, default_region, refresh_catalog
 
     cat = load_catalog(catalog)

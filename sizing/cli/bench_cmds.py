@@ -80,6 +80,9 @@ def bench(
     fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
 ) -> None:
     """Load-test an endpoint with requests shaped like the stack's workload; TTFT, ITL, TPOT, goodput."""
+    from sizing.cli.extras import require
+
+    require("llmcap bench", "httpx")  # the load generator's HTTP client (the `bench` extra)
     from sizing.measure import metrics
     from sizing.measure.client import MODELS_DEADLINE_S, RunLimits, Target, normalize_endpoint, preflight, run_load
     from sizing.measure.results import BenchResults

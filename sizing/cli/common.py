@@ -44,7 +44,8 @@ def fail(problems: list[str], code: int) -> None:
 
 
 def guarded(fn: F) -> F:
-    """Turn expected errors into one line per problem and the error's exit code."""
+    """Turn expected errors into one line per problem and the error's exit code; so is a missing optional
+    extra (sizing.cli.extras), named after the function (`catalog_refresh` -> `llmcap catalog refresh`)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -57,6 +58,14 @@ def guarded(fn: F) -> F:
             fail(["interrupted"], 130)
         except RecursionError:
             fail(["input is nested too deeply"], EXIT_BAD_INPUT)
+        except ModuleNotFoundError as e:  # an optional extra (pulumi, boto3, ...) not installed: one line
+            from sizing.cli.extras import extra_missing_in, missing_extra
+
+            module = extra_missing_in(e)
+            if module is None:
+                raise
+            err = missing_extra("llmcap " + fn.__name__.replace("_", " "), module)
+            fail(err.problems, err.exit_code)
         return None
 
     return wrapper  # type: ignore[return-value]
