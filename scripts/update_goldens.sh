@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # every test module that takes the update_golden fixture, plus the README walk-through
 mapfile -t files < <(grep -l "update_golden" tests/test_*.py | sort)
-LLMCAP_UPDATE_GOLDEN=1 python -m pytest -q -p no:cacheprovider "${files[@]}" "$@"
+LLMCAP_UPDATE_GOLDEN=1 python -m pytest -q -p no:cacheprovider -m "slow or not slow" "${files[@]}" "$@"
 git status --short tests/golden docs || true

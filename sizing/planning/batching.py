@@ -27,7 +27,7 @@ from sizing.perf.binding import LABELS
 from sizing.perf.calibration import load_calibration
 from sizing.perf.goodput import goodput
 from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, _engine_limits, estimate_closed_loop
-from sizing.planning.candidates import Evaluated, resize
+from sizing.planning.candidates import Evaluated, resize, strategy_of
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -167,10 +167,20 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
 
 def tune_finalists(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, feasible: list[Evaluated],
                    redundancy: int, cost_key: object) -> list[Evaluated]:
-    """`feasible` with its FINALISTS cheapest (by `cost_key`) replaced by their tuned, simulated versions."""
+    """`feasible` with its finalists replaced by their tuned, simulated versions: the FINALISTS cheapest (by
+    `cost_key`), and the cheapest of each instance family (scale-up, scale-out) when it is not among them.
+    Tuning gains differ by family (an H100's budget and batch gain more than an L40S's), so ranking the
+    families on default flags alone let a load whose analytic ranking kept the H100 out plan dearer than a
+    slightly heavier load that let it in (dev: 755 users 41 x g6e.xlarge $76.30/h, 775 users 9 x p5.4xlarge
+    $61.92/h; tests/test_planner.py). At most one simulation more per plan."""
     ranked = sorted(range(len(feasible)), key=lambda i: cost_key(feasible[i]))  # type: ignore[operator]
+    chosen = list(ranked[:FINALISTS])
+    for family in ("scale-up", "scale-out"):
+        best = next((i for i in ranked if strategy_of(feasible[i].cand.instance) == family), None)
+        if best is not None and best not in chosen:
+            chosen.append(best)
     out = list(feasible)
-    for i in ranked[:FINALISTS]:
+    for i in chosen:
         out[i] = tune(cat, model, w, demand, feasible[i], redundancy)
     return out
 
