@@ -19,6 +19,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from sizing.cli.extras import EXTRA_OF, extra_missing_in
+from tests.blocked_imports import BLOCKER
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -117,21 +118,6 @@ def test_requirements_txt_installs_what_the_program_and_the_readme_need() -> Non
     if "llmcap preflight" in cloud.split("```")[1]:
         assert "aws" in extras, "the README runs llmcap preflight from .venv: requirements.txt needs the aws extra"
 
-
-# A subprocess where the extras' packages are not importable, as after `pip install llmcap`: a meta-path
-# finder that answers ModuleNotFoundError for them (importlib.util.find_spec raises it too).
-BLOCKER = """
-import sys
-BLOCKED = set(sys.argv[1].split(","))
-TRIED = []
-class _NotInstalled:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            TRIED.append(name)
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, _NotInstalled())
-"""
 
 RUN_COMMANDS = BLOCKER + """
 import json

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.blocked_imports import BLOCKER
 from tests.import_graph import Graph, import_graph, layering_problems, longest_chain, strongly_connected
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,16 +54,7 @@ HEAVY = ("pulumi", "pulumi_aws", "pulumi_kubernetes", "boto3", "botocore", "matp
 # `llmcap plan` in a Python where the optional extras (pyproject.toml) are not importable, as after
 # `pip install llmcap`: a meta-path finder answers ModuleNotFoundError for them and records each attempt
 # (an import tried and caught would otherwise pass unseen).
-_PLAN_WITHOUT_EXTRAS = """
-import sys
-BLOCKED, TRIED = set(sys.argv[1].split(",")), []
-class _NotInstalled:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            TRIED.append(name)
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, _NotInstalled())
+_PLAN_WITHOUT_EXTRAS = BLOCKER + """
 import atexit
 atexit.register(lambda: sys.stderr.write("tried: " + ",".join(TRIED) + "\\n"))
 from sizing.cli.app import main
