@@ -60,6 +60,12 @@ class Tuning:
     bound_code: str  # itl-tail | ttft-queueing | kv-capacity | engine-limit | "" (analytic binding applies)
     predicted: dict[str, float]  # "ttft_p50_ms" ... from the simulation at the goodput load (ms)
 
+    def describe(self) -> str:
+        """The plan's one-line account of the flags (PerReplica.batching)."""
+        return (f"max_num_batched_tokens {self.max_num_batched_tokens:,}, max_num_seqs {self.max_num_seqs:,}: "
+                f"the best goodput at the SLO over budgets {BUDGETS[0]:,}–{BUDGETS[-1]:,} (default "
+                f"{self.default_budget:,}), checked by the step-level simulation")
+
 
 def _cfg(model: ModelArch, ev: Evaluated, w: WorkloadSpec, budget: int | None = None,
          seqs: int | None = None) -> ReplicaConfig:

@@ -24,7 +24,6 @@ from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop,
 from sizing.perf.memory import GIB
 from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, SystemNodePlan, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
-from sizing.planning.batching import BUDGETS
 from sizing.planning.candidates import Evaluated, instances_for, strategy_of
 from sizing.planning.demand import Demand
 from sizing.planning.infeasible import worst_reasons
@@ -131,9 +130,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             bound=bound_code, binds=binds, weights_load_s=round(load_s, 1),
             **{f"{m}_{q}_ms": round(at.percentile(m, q), 3) for m, q in _PLANNED_PERCENTILES},
             simulated_at_goodput_ms=dict(tuned.predicted) if tuned else {},
-            batching=(f"max_num_batched_tokens {tuned.max_num_batched_tokens:,}, max_num_seqs {tuned.max_num_seqs:,}: "
-                      f"the best goodput at the SLO over budgets {BUDGETS[0]:,}–{BUDGETS[-1]:,} (default "
-                      f"{tuned.default_budget:,}), checked by the step-level simulation") if tuned else ""),
+            batching=tuned.describe() if tuned else ""),
     )
     mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store, cat) else "stream"
     pool.per_replica.cold_start_s = round(cold_start(pool, mode, cat).total_s, 1)
