@@ -152,7 +152,7 @@ def test_render_prices_every_resource_of_the_changed_stack(repo: Path, monkeypat
     assert code == 0, out
     lines = json.loads(out)["stacks"][0]["after"]["resources"]
     names = [ln["name"] for ln in lines]
-    assert any(n.startswith("GPU instances (on-demand, g") for n in names), names
+    assert any(n.startswith("GPU instances (on-demand, ") for n in names), names
     assert any("NAT" in n for n in names) and any("EKS" in n for n in names), names
     for ln in lines:  # every line is priced or says so; never a silent $0
         assert ln["usd_per_month"] is None or ln["usd_per_month"] > 0 or ln.get("quantity") == 0, ln
