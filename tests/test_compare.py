@@ -23,6 +23,7 @@ from sizing.planning.candidates import evaluate, resize
 from sizing.planning.demand import demand_of
 from sizing.planning.mix import best_mix
 from sizing.planning.planner import plan_stack
+from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import search
 from sizing.stack import Stack, load_stack
 from tests.compare_factory import option_row
@@ -60,13 +61,13 @@ def test_resize_agrees_with_evaluate(cat: Catalog, name: str, var: str, values: 
     st = _stack(name)
     w0 = with_value(st.workload, var, values[0])
     model = cat.model(st.workload.model)
-    base = search(cat, model, w0, st.hardware, st.region, st.hardware.strategy, demand_of(w0))
+    base = search(PlanningProblem.of(cat, model, w0, st.hardware, st.region), st.hardware.strategy)
     assert base.feasible, f"{name}: nothing feasible, the test would check nothing"
     for x in values:
         w = with_value(st.workload, var, x)
         d = demand_of(w)
         for ev in base.feasible:
-            direct = evaluate(cat, model, w, st.hardware, st.region, "on-demand", d, ev.cand, [])
+            direct = evaluate(PlanningProblem(cat, model, w, st.hardware, st.region, d), "on-demand", ev.cand, [])
             assert direct is not None
             got = resize(ev, d, st.hardware.redundancy)
             assert (got.replicas_for_demand, got.replicas, got.instances) == (
@@ -105,7 +106,7 @@ def test_pruned_per_point_sweep_equals_full_search(cat: Catalog, var: str, spec:
     model = cat.model(st.workload.model)
     for pt in sw.series["o"]:
         w = with_value(st.workload, var, pt.x)
-        full = search(cat, model, w, st.hardware, st.region, strategy, demand_of(w))
+        full = search(PlanningProblem.of(cat, model, w, st.hardware, st.region), strategy)
         if not full.feasible:
             assert pt.usd_per_hour is None, f"{var}={pt.x}"
             continue

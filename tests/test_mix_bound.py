@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from sizing.catalog.lookup import Catalog
 from sizing.planning import mix
 from sizing.planning.candidates import Evaluated, instances_for
-from sizing.planning.demand import demand_of
 from sizing.planning.mix import _replicas, _share, best_mix
+from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import search
 from sizing.stack import stack_from_config
 
@@ -38,7 +38,7 @@ def test_mixed_405b_long_outputs_search_is_bounded(monkeypatch: pytest.MonkeyPat
     counted here, not timed (the wall figure: `python bench/cli_speed.py`); past the bound the counter
     stops the search, so a regression fails at once instead of running for minutes."""
     s = stack_from_config("big405", BIG_405B)
-    found = search(CAT, CAT.model(s.workload.model), s.workload, s.hardware, s.region, "mixed", demand_of(s.workload))
+    found = search(PlanningProblem.of(CAT, CAT.model(s.workload.model), s.workload, s.hardware, s.region), "mixed")
     assert found.feasible
     k = min(len(found.feasible), mix.TOP_K)
     limit = k * (k + 1) // 2 * (mix.MAX_MINORITY_STEPS + 3)  # + the two parts of the pair's answer
@@ -102,7 +102,7 @@ def test_bounded_mix_costs_what_the_exhaustive_scan_finds(model: str, users: int
                                "traffic": {"concurrent_users": users}, "slo": {"ttft_p95_ms": 3000, "itl_p95_ms": 80}},
            "llmcap:hardware": {"strategy": "mixed", "redundancy": redundancy}}
     s = stack_from_config("p", cfg)
-    found = search(CAT, CAT.model(s.workload.model), s.workload, s.hardware, s.region, "mixed", demand_of(s.workload))
+    found = search(PlanningProblem.of(CAT, CAT.model(s.workload.model), s.workload, s.hardware, s.region), "mixed")
     if not found.feasible:
         return
     mix = best_mix(found.feasible, redundancy)

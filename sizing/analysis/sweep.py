@@ -42,6 +42,7 @@ from sizing.planning.candidates import (
 from sizing.planning.demand import Demand, demand_of
 from sizing.planning.mix import TOP_K, best_mix
 from sizing.planning.planner import default_goodput_scale
+from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import GoodputScale, search
 from sizing.spec import WorkloadSpec
 
@@ -192,11 +193,12 @@ class _Prepared:
         self._cands: list[Candidate] = []
         if var in ("users", "rate"):  # goodput is independent of the amount of demand: search once
             w0 = with_value(st.workload, var, x0)
-            s = search(cat, self.model, w0, self.hw, st.region, option.strategy, demand_of(w0), scale)
+            s = search(PlanningProblem.of(cat, self.model, w0, self.hw, st.region), option.strategy, scale)
             self._fixed = [(e, self._scale_of(e.cand)) for e in s.feasible]
         else:
             enum = "auto" if self.mixed else option.strategy
-            self._cands = list(enumerate_candidates(cat, self.model, st.workload, self.hw, st.region, enum, []))
+            problem = PlanningProblem.of(cat, self.model, st.workload, self.hw, st.region)
+            self._cands = list(enumerate_candidates(problem, enum, []))
 
     def _scale_of(self, c: Candidate) -> float:
         """The calibration's goodput scale for this candidate's GPU (1.0 without one)."""
@@ -255,8 +257,8 @@ class _Prepared:
             if len(ranks) >= keep and lower_bound > sorted(ranks)[keep - 1] * (1 + 1e-9) + 1e-9:
                 break
             rej: list[Rejection] = []
-            e = evaluate(self.cat, self.model, w, self.hw, self.option.stack.region, self.purchase, demand, c, rej,
-                         self._scale_of(c), goodput_fn=self._goodput)
+            problem = PlanningProblem(self.cat, self.model, w, self.hw, self.option.stack.region, demand)
+            e = evaluate(problem, self.purchase, c, rej, self._scale_of(c), goodput_fn=self._goodput)
             if e is not None:
                 out.append(e)
                 ranks.append(_rank(e, self.mixed))

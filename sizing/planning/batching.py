@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch
     from sizing.planning.demand import Demand
+    from sizing.planning.problem import PlanningProblem
     from sizing.spec import WorkloadSpec
 
 # chunked-prefill budgets searched (tokens per step); vLLM's default for online serving is 8192
@@ -41,6 +42,9 @@ BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
 COARSE = (512, 2048, 8192)  # evaluated first; the best one's neighbours in BUDGETS next
 SEQS_FRACTIONS = (1.0, 0.5, 0.25)  # max_num_seqs as a share of the engine default
 FINALISTS = 2  # cheapest feasible candidates that are tuned and simulated
+# ... plus the cheapest of each GPU type within this factor of the cheapest default-flags cost: tuning gains
+# differ by GPU (dev at ITL 138 ms: 2 x g6e.xlarge $3.72/h while the T4s, left untuned, met 114 ms at $3.16/h)
+FINALIST_COST_WINDOW = 1.5
 SIM_TRIES = 3  # simulations per finalist at most
 BACKOFF = 0.75  # load factor per failed simulation
 SIM_SEED = 0
@@ -171,8 +175,7 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
             f"tried; sized at it ({budget_note})", code, {})
 
 
-def tune_finalists(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, feasible: list[Evaluated],
-                   redundancy: int, cost_key: object) -> list[Evaluated]:
+def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: object) -> list[Evaluated]:
     """`feasible` with its finalists replaced by their tuned, simulated versions: the FINALISTS cheapest (by
     `cost_key`), and the cheapest of each instance family (scale-up, scale-out) when it is not among them.
     Tuning gains differ by family (an H100's budget and batch gain more than an L40S's), so ranking the
@@ -185,9 +188,17 @@ def tune_finalists(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Dema
         best = next((i for i in ranked if strategy_of(feasible[i].cand.instance) == family), None)
         if best is not None and best not in chosen:
             chosen.append(best)
+    if ranked:  # and the cheapest of each GPU type whose default-flags cost is near the cheapest
+        ceiling = feasible[ranked[0]].usd_per_hour * FINALIST_COST_WINDOW
+        seen = {feasible[i].cand.instance.gpu for i in chosen}
+        for i in ranked:
+            gpu = feasible[i].cand.instance.gpu
+            if gpu not in seen and feasible[i].usd_per_hour <= ceiling:
+                seen.add(gpu)
+                chosen.append(i)
     out = list(feasible)
     for i in chosen:
-        out[i] = tune(cat, model, w, demand, feasible[i], redundancy)
+        out[i] = tune(p.catalog, p.model, p.workload, p.demand, feasible[i], p.hardware.redundancy)
     return out
 
 

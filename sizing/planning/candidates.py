@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from sizing.catalog.records import Instance, ModelArch
     from sizing.planning.batching import Tuning
     from sizing.planning.demand import Demand
-    from sizing.spec import HardwareSpec, WorkloadSpec
+    from sizing.planning.problem import PlanningProblem
 
 MAX_NODES_PER_REPLICA = 4  # pipeline stages across nodes the planner will consider
 GoodputFn = Callable[..., Goodput]  # sizing.perf.goodput.goodput, or a memoised wrapper of it (sweeps)
@@ -134,9 +134,9 @@ def _tp_options(inst: Instance, model: ModelArch) -> list[int]:
     return [t for t in (1, 2, 4, 8) if t <= n and n % t == 0 and model.num_attention_heads % t == 0]
 
 
-def enumerate_candidates(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, region: str,
-                         strategy: str, rejections: list[Rejection]) -> Iterator[Candidate]:
+def enumerate_candidates(p: PlanningProblem, strategy: str, rejections: list[Rejection]) -> Iterator[Candidate]:
     """Every allowed instance type × precision × TP (and PP across nodes when no single node fits)."""
+    cat, model, w, hw, region = p.catalog, p.model, p.workload, p.hardware, p.region
     allowed_gpus = {cat.gpu(g).name for g in hw.gpus} if hw.gpus else None
     allowed_types = set(hw.instance_types) if hw.instance_types else None
     for inst in cat.instances.values():
@@ -186,12 +186,12 @@ def precision_supported(cat: Catalog, gpu: str, precision: str) -> str | None:
     return None
 
 
-def evaluate(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, region: str, purchase: str,
-             demand: Demand, cand: Candidate, rejections: list[Rejection],
+def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: list[Rejection],
              goodput_scale: float = 1.0, goodput_fn: GoodputFn = goodput) -> Evaluated | None:
-    """Size one candidate for the demand, or record why it is rejected (None).
+    """Size one candidate for the problem's demand at `purchase` prices, or record why it is rejected (None).
 
     `goodput_fn`: sizing.perf.goodput.goodput, or a memoised wrapper of it (sweeps); same result."""
+    cat, model, w, hw, region, demand = p.catalog, p.model, p.workload, p.hardware, p.region, p.demand
     inst = cand.instance
 
     def reject(code: str, detail: str) -> None:

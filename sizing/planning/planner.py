@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.planning.candidates import strategy_of
 from sizing.planning.demand import demand_of
+from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import STRATEGIES, GoodputScale, Search, cost_key, search
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from sizing.catalog.records import ModelArch
     from sizing.plan import Plan
     from sizing.planning.candidates import Evaluated
-    from sizing.spec import HardwareSpec, WorkloadSpec
+    from sizing.spec import WorkloadSpec
     from sizing.stack import Stack
 
 
@@ -62,18 +63,19 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 
     model = workload_model(cat, w.model, w.weights_source)
     check_context(model, w)
-    demand = demand_of(w)
+    problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w))
+    demand = problem.demand
     scale = default_goodput_scale() if goodput_scale is True else (goodput_scale or None)
-    main = search(cat, model, w, hw, stack.region, strat, demand, scale)
+    main = search(problem, strat, scale)
     if not main.feasible:
         raise infeasible_error(cat, model, stack, strat, main,
-                               lambda w2, hw2, s: cheapest_tuned(cat, model, stack.region, w2, hw2, s))
+                               lambda w2, hw2, s: cheapest_tuned(problem.with_specs(w2, hw2), s))
     if tune_batching:
         from sizing.planning.batching import tune_finalists
 
-        main = Search(main.strategy, tune_finalists(cat, model, w, demand, main.feasible, hw.redundancy, cost_key),
+        main = Search(main.strategy, tune_finalists(problem, main.feasible, cost_key),
                       main.rejections)
-    others = {s: search(cat, model, w, hw, stack.region, s, demand, scale)
+    others = {s: search(problem, s, scale)
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {
         s: Search(s, [e for e in main.feasible if strategy_of(e.cand.instance) == s], [])
         for s in ("scale-up", "scale-out")}
@@ -122,14 +124,11 @@ def default_planner(catalog_dir: Path | None = None) -> Callable[[str, str, str]
     return plan_text
 
 
-def cheapest_tuned(cat: Catalog, model: ModelArch, region: str, w: WorkloadSpec, hw: HardwareSpec,
-                   strategy: str) -> Evaluated | None:
-    """The cheapest feasible candidate for a spec, priced as plan_stack prices it: searched, then the
-    finalists' batching flags tuned and simulated. The demand follows the spec (tokens/s per user
-    defaults to 1000 / ITL, so a relaxed ITL target also changes the demand)."""
+def cheapest_tuned(p: PlanningProblem, strategy: str) -> Evaluated | None:
+    """The cheapest feasible candidate for a problem, priced as plan_stack prices it: searched, then the
+    finalists' batching flags tuned and simulated."""
     from sizing.planning.batching import tune_finalists
 
-    demand = demand_of(w)
-    found = search(cat, model, w, hw, region, strategy, demand).feasible
-    tuned = tune_finalists(cat, model, w, demand, found, hw.redundancy, cost_key) if found else []
+    found = search(p, strategy).feasible
+    tuned = tune_finalists(p, found, cost_key) if found else []
     return min(tuned, key=cost_key) if tuned else None

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import Catalog, ModelArch
 from sizing.plan import Rejection
 from sizing.planning.candidates import Evaluated, enumerate_candidates, evaluate
-from sizing.planning.demand import Demand
-from sizing.spec import HardwareSpec, WorkloadSpec
+
+if TYPE_CHECKING:
+    from sizing.planning.problem import PlanningProblem
 
 STRATEGIES = ("auto", "scale-up", "scale-out", "mixed")
 GoodputScale = Callable[[str, str, str], "tuple[float, str] | None"]
@@ -33,16 +34,15 @@ def cost_key(e: Evaluated) -> tuple[float, int, float]:
     return (round(e.usd_per_hour, 6), e.gpus, -e.gp.output_tokens_per_s)
 
 
-def search(cat: Catalog, model: ModelArch, w: WorkloadSpec, hw: HardwareSpec, region: str, strategy: str,
-           demand: Demand, scale: GoodputScale | None = None) -> Search:
-    """Evaluate every candidate allowed by `strategy` (mixed searches everything)."""
+def search(p: PlanningProblem, strategy: str, scale: GoodputScale | None = None) -> Search:
+    """Evaluate every candidate allowed by `strategy` (mixed searches everything); `scale`: the user's
+    measured goodput scale per (GPU, engine, model), from the calibration overlay."""
     rejections: list[Rejection] = []
     feasible: list[Evaluated] = []
     enum_strategy = "auto" if strategy == "mixed" else strategy
-    purchase = "spot" if hw.purchase == "spot" else "on-demand"
-    for cand in enumerate_candidates(cat, model, w, hw, region, enum_strategy, rejections):
-        s = scale(cand.instance.gpu, w.engine, model.hf_id) if scale else None
-        e = evaluate(cat, model, w, hw, region, purchase, demand, cand, rejections, s[0] if s else 1.0)
+    for cand in enumerate_candidates(p, enum_strategy, rejections):
+        s = scale(cand.instance.gpu, p.workload.engine, p.model.hf_id) if scale else None
+        e = evaluate(p, p.purchase, cand, rejections, s[0] if s else 1.0)
         if e is not None:
             feasible.append(e)
     return Search(strategy, feasible, rejections)
