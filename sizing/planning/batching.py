@@ -3,9 +3,10 @@ chunked-prefill token budget) and `max_num_seqs` that maximize goodput at the SL
 step-level simulation (sizing.perf.sim), and what binds there.
 
 Method: the analytic model (sizing.perf.load, microseconds per estimate) sizes every candidate with
-the engine's default flags and prunes; the FINALISTS cheapest feasible ones get a grid search
-over BUDGETS × max_num_seqs (analytic goodput at each point), then the best point's goodput load
-is simulated step by step: if the simulation misses a target there, the load backs off
+the engine's default flags and prunes; the finalists (the FINALISTS cheapest feasible ones, the cheapest
+of each instance family, and the cheapest of each GPU type within FINALIST_COST_WINDOW of the cheapest:
+tune_finalists) get a grid search over BUDGETS × max_num_seqs (analytic goodput at each point), then the
+best point's goodput load is simulated step by step: if the simulation misses a target there, the load backs off
 (BACKOFF per try, at most SIM_TRIES simulations) to the largest simulated load that meets every
 target. The finalists are re-sized on that goodput and re-ranked by cost.
 
