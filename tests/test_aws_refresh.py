@@ -16,6 +16,7 @@ import pytest
 from sizing.adapters.aws import AwsClients, instance_row, on_demand_usd_from_price_list, refresh_catalog
 from sizing.catalog.lookup import Catalog
 from sizing.catalog.paths import BUNDLED_DIR
+from tests.aws_faults import kept_types
 from tests.aws_support import add_get_products, moto_url, price_list_entry, set_dummy_aws_env, stub_client
 
 REGION = "us-east-1"
@@ -39,23 +40,6 @@ def _bundled_on_demand(region: str) -> dict[str, float]:
             if r["region"] == region and r["purchase"] == "on-demand"}
 
 
-def _kept_types_in_moto() -> list[str]:
-    """The GPU types refresh keeps, in the order it prices them: from the instance-type data the
-    moto server serves (the same documents DescribeInstanceTypes returns)."""
-    import moto
-
-    cat = Catalog()
-    bundled = {r["instance_type"] for r in _rows(BUNDLED_DIR / "instances.csv")}
-    with gzip.open(Path(moto.__file__).parent / "ec2/resources/instance_types.json.gz") as f:
-        data = json.load(f)
-    out = []
-    for it in data.values():
-        row = instance_row(it, cat, {}, "x", "x") if it.get("GpuInfo") else None
-        if row and (row["gpu"] in cat.gpus or row["instance_type"] in bundled):
-            out.append(row["instance_type"])
-    return sorted(out)
-
-
 @pytest.fixture(scope="module")
 def refreshed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("refresh")
@@ -63,7 +47,7 @@ def refreshed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         set_dummy_aws_env(mp, tmp, None)
         prices = _bundled_on_demand(REGION)
         pricing, stub = stub_client("pricing", "us-east-1")
-        types = _kept_types_in_moto()
+        types = kept_types()
         for t in types:
             add_get_products(stub, t, REGION, [price_list_entry(t, REGION, prices[t])] if t in prices else [])
         clients = AwsClients(endpoint_url=moto_url(), injected={"pricing": pricing})

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.diff_support import cli_app
+from tests.isolation import no_local_data
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
 ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
@@ -199,16 +200,10 @@ def test_a_renamed_stack_file_is_a_rename(repo: Path, monkeypatch: pytest.Monkey
 # --- issue 14 item 7: saved plans are what a diff compares ----------------------------------------------
 
 def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalog: Path | None = None) -> None:
-    import sizing.catalog.checkpoint_metadata
-    import sizing.catalog.lookup
     from sizing.cli.app import app
 
     monkeypatch.chdir(repo)
-    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", repo.parent / "no-cache")
-    monkeypatch.setattr(sizing.catalog.lookup, "_DEFAULT", {})
-    monkeypatch.setattr(sizing.catalog.checkpoint_metadata, "CACHE_DIR", repo.parent / "no-checkpoints")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(repo.parent / "no-overlay.json"))
+    no_local_data(monkeypatch, repo.parent)
     for n in names:
         extra = ["--catalog", str(catalog)] if catalog else []
         r = CliRunner().invoke(app, ["plan", f"stacks/Pulumi.{n}.yaml", "--write", *extra], env=ENV)

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sizing.cli.render_dir import MARKER
+from tests.isolation import no_local_data
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = ROOT / "stacks"
@@ -25,17 +26,9 @@ def render(*args: str) -> tuple[int, str]:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    import sizing.catalog.checkpoint_metadata
-    import sizing.catalog.lookup
-
     shutil.copytree(STACKS, tmp_path / "stacks")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", tmp_path / "no-cache")
-    monkeypatch.setattr(sizing.catalog.lookup, "_DEFAULT", {})
-    monkeypatch.setattr(sizing.catalog.checkpoint_metadata, "CACHE_DIR", tmp_path / "no-checkpoints")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
+    no_local_data(monkeypatch, tmp_path)
     return tmp_path
 
 

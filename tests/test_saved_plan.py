@@ -22,6 +22,7 @@ from sizing.planning.saved_plan import (
 )
 from sizing.stack import load_stack
 from tests import pulumi_harness as h
+from tests.isolation import no_local_data
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = ROOT / "stacks"
@@ -34,19 +35,6 @@ def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
     r = CliRunner().invoke(app, list(args), env={**ENV, **(env or {})})
     return r.exit_code, r.output
-
-
-def no_local_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """As on a machine without `llmcap catalog refresh`, `llmcap calibrate` or cached checkpoint metadata."""
-    import sizing.catalog.checkpoint_metadata
-    import sizing.catalog.lookup
-
-    monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    monkeypatch.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", tmp_path / "no-cache")
-    monkeypatch.setattr(sizing.catalog.lookup, "_DEFAULT", {})
-    monkeypatch.setattr(sizing.catalog.checkpoint_metadata, "CACHE_DIR", tmp_path / "no-checkpoints")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("LLMCAP_CALIBRATION_OVERLAY", str(tmp_path / "no-overlay.json"))
 
 
 def saved(path: Path) -> SavedPlan:
