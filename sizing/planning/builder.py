@@ -3,7 +3,6 @@ comparison, alternatives, warnings and assumptions; and the infeasible-workload 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from sizing.perf.checkpoint import checkpoint_facts, checkpoint_size
 from sizing.perf.cold_start import cold_start
 from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.perf.memory import GIB
-from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, SystemNodePlan, Totals, VllmSettings
+from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
 from sizing.planning.candidates import Evaluated, instances_for, strategy_of
 from sizing.planning.demand import Demand
@@ -335,7 +334,7 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     return Plan(
         stack=stack.name, region=stack.region, model=model.hf_id, strategy=strategy, purchase=hw.purchase,
         workload=w, hardware=hw,
-        platform=PlatformPlan(system_nodes=SystemNodePlan(**dataclasses.asdict(system)), nat_gateways=nat),
+        platform=PlatformPlan(system_nodes=system, nat_gateways=nat),
         demand={**demand.as_dict(), "requests_per_s_planned": round(rps, 4),
                 "input_tokens_per_s": round(in_tps, 2)},
         pools=pools, totals=totals, cost_lines=gpu_lines + plat, api_comparison=apis,

@@ -8,18 +8,18 @@ node_daemonsets.csv). Pure; no pulumi import."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sizing.catalog.records import SystemPod, system_pod_from_row
 from sizing.catalog.schema import bundled_table
 from sizing.errors import CatalogLookupError
+from sizing.plan import SystemNodePlan
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.plan import Pool
 
-__all__ = ["SystemNodes", "SystemPod", "nat_gateway_count", "requests", "size_system_nodes", "system_pods"]
+__all__ = ["SystemPod", "nat_gateway_count", "requests", "size_system_nodes", "system_pods"]
 
 
 def system_pods(catalog: Catalog | None = None) -> dict[str, SystemPod]:
@@ -50,17 +50,6 @@ def _for_pods(catalog: Catalog, vcpus: int, mem_gib: float) -> tuple[float, floa
     return max(cpu, 1.0), max(mem, 1.0)
 
 
-@dataclass(frozen=True)
-class SystemNodes:
-    instance_type: str
-    desired: int  # nodes the requests need (at least system_node_count)
-    min_size: int
-    max_size: int  # the Cluster Autoscaler may grow the group to this
-    root_volume_gib: int  # per node: every system image + margin
-    cpu_m_requested: int  # total system pod requests, millicores
-    memory_mib_requested: int  # total system pod requests, MiB
-
-
 def requests(catalog: Catalog, pools: list[Pool], system_nodes: int) -> tuple[int, int]:
     """Total (millicores, MiB) the system pods request with `system_nodes` system nodes."""
     pods = catalog.system_pods
@@ -77,7 +66,7 @@ def requests(catalog: Catalog, pools: list[Pool], system_nodes: int) -> tuple[in
 
 
 def size_system_nodes(catalog: Catalog, pools: list[Pool], instance_type: str, region: str,
-                      count: int | None = None) -> SystemNodes:
+                      count: int | None = None) -> SystemNodePlan:
     """`count` (llmcap:deployment.system_node_count) fixes the desired size; else the requests decide.
     vCPUs and memory of `instance_type` come from cpu_instance_prices.csv (any region's row)."""
     spec = catalog.cpu_instance(instance_type, region) or catalog.cpu_instance(instance_type)
@@ -98,7 +87,7 @@ def size_system_nodes(catalog: Catalog, pools: list[Pool], instance_type: str, r
     desired = count or nodes
     cpu, mem = requests(catalog, pools, desired)
     images = sum(p.image_gib for p in catalog.system_pods.values())
-    return SystemNodes(instance_type=instance_type, desired=desired, min_size=desired,
+    return SystemNodePlan(instance_type=instance_type, desired=desired, min_size=desired,
                        max_size=max(desired + 1, math.ceil(desired * catalog.number("system_node_max_factor"))),
                        root_volume_gib=math.ceil(images + catalog.number("system_root_volume_margin_gib")),
                        cpu_m_requested=cpu, memory_mib_requested=mem)
