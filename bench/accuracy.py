@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.calib_rows import CalRow, load_rows, metric_group, predict  # noqa: E402
 from bench.fitting import fit, predictions  # noqa: E402
+from sizing.catalog.calibration import override_calibration  # noqa: E402
 from sizing.catalog.lookup import Catalog, load_catalog  # noqa: E402
-from sizing.perf.calibration import override_calibration  # noqa: E402
 
 GROUPS = ("throughput", "ttft", "itl", "e2e")
 STATS = ("mean", "p50", "p95", "p99")

@@ -77,7 +77,7 @@ def main() -> int:
     args = ap.parse_args()
     from typer.testing import CliRunner
 
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     runner = CliRunner()
     head = (f"{'fixture':12} {'model_type':12} {'pub B':>7} {'weights GiB':>11} {'expect':>8} {'Δ%':>6} "

@@ -2,7 +2,7 @@
 sizing/data/perf_calibration.json (the only writer of that file).
 
 Reads both calibration files (../shared/calibration/perf_points.csv and perf_points_2026.csv, or
-the paths given), fits the ~20 bounded physical constants of sizing/perf_calibration.PARAMS by
+the paths given), fits the ~20 bounded physical constants of sizing.catalog.calibration.PARAMS by
 prior-regularised robust least squares (bench/fitting.py), records for each its prior, bounds,
 fitted value and the sources that pin it, then refits once per source left out
 (leave-one-source-out) to record the held-out error and the p10-p90 goodput range the planner
@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.accuracy import goodput_range, held_out, summarize  # noqa: E402
 from bench.calib_rows import BENCHMARK_ASSUMPTIONS, load_rows  # noqa: E402
 from bench.fitting import PRIOR_WEIGHT, fit, pinned_by, predictions  # noqa: E402
+from sizing.catalog.calibration import CALIBRATION_FILE, PARAMS, override_calibration  # noqa: E402
 from sizing.catalog.lookup import load_catalog  # noqa: E402
-from sizing.perf.calibration import CALIBRATION_FILE, PARAMS, override_calibration  # noqa: E402
 
 
 def _round(d: dict[str, Any]) -> dict[str, Any]:

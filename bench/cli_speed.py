@@ -36,12 +36,13 @@ from tests.test_mix_bound import BIG_405B  # noqa: E402
 
 
 def timed(args: list[str], runs: int) -> tuple[float, float, float, int]:
-    """Best and median wall seconds, least CPU seconds, and the exit code of `python -m sizing.cli.app ARGS`."""
+    """Best and median wall seconds, least CPU seconds, and the exit code of `llmcap ARGS`."""
     walls, cpus, code = [], [], 0
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        code = subprocess.run([sys.executable, "-m", "sizing.cli.app", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+        code = subprocess.run([sys.executable, "-c", "from sizing.cli import main; main()", *args],
+                              cwd=ROOT, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"}).returncode
         walls.append(time.perf_counter() - t)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -1,7 +1,7 @@
 """Wall time of `llmcap plan stacks/Pulumi.dev.yaml`, Python start-up included (target < 1 s).
 
 Run: python bench/plan_speed.py [--runs N] [STACK ...]
-Prints the best and median wall time of N runs of the installed console script (or `python -m sizing.cli.app`)
+Prints the best and median wall time of N runs of the installed console script (or `llmcap`)
 and the least CPU time (user + system) of a run.
 """
 
@@ -26,7 +26,7 @@ def main() -> int:
                                                   "stacks/Pulumi.llama70b.yaml"])
     args = ap.parse_args()
     exe = shutil.which("llmcap")
-    base = [exe] if exe else [sys.executable, "-m", "sizing.cli.app"]
+    base = [exe] if exe else [sys.executable, "-c", "from sizing.cli import main; main()"]
     print(f"{'stack':34} {'best s':>8} {'median s':>9} {'CPU s':>7}  (runs={args.runs}, {' '.join(base)})")
     for stack in args.stacks:
         times, cpu = [], []

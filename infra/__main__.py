@@ -23,7 +23,8 @@ from infra.fit import NotDeployable  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog.weights_source import require_weights_source  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
-from sizing.planning.saved_plan import PinnedCatalog, require_saved_plan, saved_plan_path  # noqa: E402
+from sizing.planning.pinned_catalog import PinnedCatalog  # noqa: E402
+from sizing.planning.saved_plan import require_saved_plan, saved_plan_path  # noqa: E402
 from sizing.stack import NAMESPACE, stack_from_config  # noqa: E402
 
 CONFIG_OBJECTS = ("workload", "hardware", "deployment")

@@ -31,8 +31,12 @@ def main() -> int:
         print(f"circle: {' <-> '.join(comp)}")
     for a, b in ig.upward_edges(g, layer_of):
         print(f"upward: {a} (layer {layer_of(a)}) -> {b} (layer {layer_of(b)})")
+    sizing_only = {m: {d for d in deps if d.split(".")[0] == "sizing"} for m, deps in g.items()
+                   if m.split(".")[0] == "sizing"}
+    chain = ig.longest_chain(sizing_only)
+    print(f"longest chain in sizing/: {len(chain)} modules: {' -> '.join(chain)}")
     chain = ig.longest_chain(g)
-    print(f"longest chain: {len(chain)} modules: {' -> '.join(chain)}")
+    print(f"longest chain in sizing/ and infra/: {len(chain)} modules: {' -> '.join(chain)}")
     problems = ig.layering_problems(g, layer_of, ALLOWED)
     print(f"layering problems beyond the allowlist ({len(ALLOWED)} edges): {len(problems)}")
     for p in problems:

@@ -22,7 +22,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 RENDERED=()
 for s in $STACKS; do
-  "$PYTHON" -m sizing.cli.app render "stacks/Pulumi.$s.yaml" --out "$WORK/render/$s" >/dev/null
+  "$PYTHON" -c 'from sizing.cli import main; main()' render "stacks/Pulumi.$s.yaml" --out "$WORK/render/$s" >/dev/null
   RENDERED+=("$WORK/render/$s")
 done
 

@@ -14,5 +14,5 @@ unset LLMCAP_CATALOG_DIR
 export XDG_CACHE_HOME="$tmp/cache" LLMCAP_CALIBRATION_OVERLAY="$tmp/no-overlay.json" HF_HUB_OFFLINE=1
 if [ "$#" -gt 0 ]; then files=("$@"); else files=(stacks/Pulumi.*.yaml); fi
 for f in "${files[@]}"; do
-  python -m sizing.cli.app plan "$f" --write --format json > /dev/null
+  python -c 'from sizing.cli import main; main()' plan "$f" --write --format json > /dev/null
 done

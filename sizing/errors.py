@@ -53,3 +53,7 @@ class CheckFailedError(LlmcapError):
 class CatalogDataError(LlmcapError):
     """A catalog data file (bundled, `--catalog DIR`, $LLMCAP_CATALOG_DIR or the refresh cache) does not
     match sizing/data/schema.yaml: a missing column, a short row, a non-number (exit 2)."""
+
+
+class PerfModelError(LlmcapError):
+    """The performance model lacks a figure it needs (e.g. a GPU with no compute figure)."""

@@ -6,13 +6,10 @@ recomputing. Field names carry units and scope.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from sizing.errors import SpecError
 from sizing.spec import HardwareSpec, WorkloadSpec
 
 # 2 (issue 14): model_cache_gib_per_node is the WHOLE checkpoint + headroom on every node (was the
@@ -228,24 +225,3 @@ class Plan(_M):
     @classmethod
     def from_json(cls, text: str) -> Plan:
         return cls.model_validate_json(text)
-
-
-def load_plan_file(path: str | Path) -> Plan:
-    """A saved Plan JSON (`llmcap plan --out` / `--format json`, or the `plan` of a saved plan
-    `stacks/Pulumi.<env>.plan.json` from `llmcap plan --write`), or one SpecError per problem."""
-    from sizing.user_files import read_user_file
-
-    p = Path(path)
-    text = read_user_file(p, "plan file", "write one with llmcap plan --format json")
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        doc = None
-    if isinstance(doc, dict) and "saved_plan_version" in doc and isinstance(doc.get("plan"), dict):
-        text = json.dumps(doc["plan"])  # a saved plan (llmcap plan --write): the Plan inside it
-    try:
-        return Plan.from_json(text)
-    except ValidationError as e:
-        msg = f"{p}: not a Plan JSON (llmcap plan --format json): {e.error_count()} problem(s)"
-        raise SpecError(msg, [msg] + [f"{p}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
-                                      for err in e.errors()[:5]]) from None

@@ -1,5 +1,5 @@
 """Shared pieces of the bench tests: a typer app with the bench commands, a stack file, a free port,
-hand-built results. The commands are registered here so the tests do not depend on sizing/cli/app.py."""
+hand-built results. The commands are registered here so the tests do not depend on sizing/cli/__init__.py."""
 
 from __future__ import annotations
 

@@ -19,9 +19,8 @@ API_MODEL = {LLAMA_8B: "Llama-3.1-8B-Instruct", LLAMA_70B: "Llama-3.1-70B-Instru
 
 
 def cli_app() -> typer.Typer:
-    """The real `llmcap` app, with `diff` registered if sizing/cli/app.py does not do it yet."""
-    from sizing.cli import diff_cmd
-    from sizing.cli.app import app
+    """The real `llmcap` app, with `diff` registered if sizing/cli/__init__.py does not do it yet."""
+    from sizing.cli import app, diff_cmd
 
     if not any(c.name == "diff" for c in app.registered_commands):
         app.command("diff")(diff_cmd.diff)

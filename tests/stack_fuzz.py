@@ -347,7 +347,7 @@ def run_cli_sample(tmp: Path, seed: int, n: int, t: Tally) -> None:
     """The same generator through typer's CliRunner (argument parsing included)."""
     from typer.testing import CliRunner
 
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     runner = CliRunner()
     f = tmp / "Pulumi.cli.yaml"
@@ -382,13 +382,14 @@ _LAUNCHER = ("import os, sys\n"
 
 
 def run_subprocess(tmp: Path, sample: list[tuple[str, str | bytes]], t: Tally) -> None:
-    """Each case as `python -m sizing.cli.app plan`; its peak RSS from os.wait4, killed at HANG_S."""
+    """Each case as `llmcap plan`; its peak RSS from os.wait4, killed at HANG_S."""
     for i, (kind, content) in enumerate(sample):
         f = tmp / f"Pulumi.sub{i}.yaml"
         f.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape"))
         # through a small launcher: on Linux a child's ru_maxrss starts at its parent's RSS at fork (and
         # survives exec), so a direct child of a 1 GiB pytest process reports 1 GiB whatever it does
-        p = subprocess.Popen([sys.executable, "-c", _LAUNCHER, sys.executable, "-m", "sizing.cli.app", "plan", str(f),
+        p = subprocess.Popen([sys.executable, "-c", _LAUNCHER, sys.executable, "-c",
+                              "from sizing.cli import main; main()", "plan", str(f),
                               "--format", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env={**os.environ, "COLUMNS": "120"}, start_new_session=True)
         start = time.monotonic()

@@ -19,7 +19,7 @@ from sizing.catalog.architectures import ArchitectureError, derived, read_config
 from sizing.catalog.hf_config import model_from_config_file
 from sizing.catalog.lookup import Catalog
 from sizing.catalog.records import ModelArch
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.perf.memory import (
     kv_bytes_per_token_by_layer_kind,
     kv_cache_bytes_per_sequence,
@@ -309,7 +309,7 @@ def test_glm_45_air_plans_a_multi_gpu_replica(tmp_path: Path) -> None:
 def test_gpt_oss_step_model_reads_mxfp4_experts() -> None:
     """The performance model reads the experts a step touches at their stored size: all experts
     plus the dense part add up to the served weights (less the input embedding, a lookup)."""
-    from sizing.perf.calibration import load_calibration
+    from sizing.catalog.calibration import load_calibration
     from sizing.perf.step import build_step_model
 
     cat = Catalog()

@@ -20,7 +20,7 @@ DEV = ROOT / "stacks" / "Pulumi.dev.yaml"
 
 
 def _app() -> typer.Typer:
-    """The same registrations sizing/cli/app.py makes for these commands."""
+    """The same registrations sizing/cli/__init__.py makes for these commands."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command("preflight")(aws_cmds.preflight)
     app.add_typer(aws_cmds.catalog_app, name="catalog")
@@ -111,7 +111,7 @@ def test_preflight_table_names_quota_code_and_increase_command(capsys: pytest.Ca
 
 def test_plan_preflight_is_a_warning_without_credentials(runner: CliRunner, monkeypatch: pytest.MonkeyPatch,
                                                          tmp_path: Path) -> None:
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     _no_credentials(monkeypatch, tmp_path)
     r = runner.invoke(app, ["plan", str(DEV), "--preflight", "--format", "json"])

@@ -56,7 +56,7 @@ def test_cli_refuses_an_empty_answer_in_one_line(baseline: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     work = tmp_path / "cli"
     shutil.copytree(baseline.parent, work, symlinks=True)

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.perf.binding import LABELS
 from sizing.perf.goodput import goodput
 from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop

@@ -215,7 +215,7 @@ def test_saved_plan_records_an_overridden_table(tmp_path: Path) -> None:
 
 
 def test_calibration_json_is_checked(tmp_path: Path) -> None:
-    from sizing.perf.calibration import load_calibration
+    from sizing.catalog.calibration import load_calibration
 
     assert load_calibration().values  # the bundled file has every key the schema names
     bad = tmp_path / "perf_calibration.json"
@@ -226,3 +226,24 @@ def test_calibration_json_is_checked(tmp_path: Path) -> None:
     bad.write_text('{"parameters": {}}', encoding="utf-8")
     with pytest.raises(LlmcapError, match=r"no key goodput_range, fitted_on"):
         load_calibration(str(bad))
+
+
+def test_calibration_override_changes_the_plan(tmp_path: Path) -> None:
+    """`--catalog DIR` with its own perf_calibration.json is the model the plan uses (it was read from
+    sizing/data only, whatever the catalog), and the saved plan records which fit it used."""
+    import json
+
+    from sizing.planning.saved_plan import make_saved_plan
+    from sizing.stack import load_stack
+
+    doc = json.loads((BUNDLED_DIR / "perf_calibration.json").read_text(encoding="utf-8"))
+    doc["parameters"]["request_overhead_ms"]["value"] = 400.0  # a slow front end: TTFT grows by 400 ms
+    (tmp_path / "perf_calibration.json").write_text(json.dumps(doc), encoding="utf-8")
+    cat = load_catalog(tmp_path)
+    assert cat.calibration.v("request_overhead_ms") == 400.0
+    assert load_catalog().calibration.v("request_overhead_ms") != 400.0
+    p = plan_for(DEV, catalog=tmp_path)
+    assert p.pools[0].per_replica.ttft_ms > BASE.pools[0].per_replica.ttft_ms + 300
+    saved = make_saved_plan(DEV, load_stack(DEV), p, cat)
+    assert saved.generation.calibration.source == str((tmp_path / "perf_calibration.json").resolve())
+    assert make_saved_plan(DEV, load_stack(DEV), BASE, load_catalog()).generation.calibration.source == "bundled"

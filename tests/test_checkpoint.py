@@ -13,7 +13,7 @@ import pytest
 
 from sizing.catalog import checkpoint_metadata as checkpoint
 from sizing.catalog.checkpoint_metadata import cached_metadata, fetch_metadata
-from sizing.catalog.lookup import Catalog
+from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.perf.checkpoint import checkpoint_bytes, model_size_line
 
 
@@ -80,7 +80,7 @@ def test_hub_errors_fall_back_to_the_count(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(checkpoint, "CACHE_DIR", tmp_path)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     m = Catalog().model("qwen3-8b")
-    b, source = checkpoint_bytes(m, "bf16", fetch=True)
+    b, source = checkpoint_bytes(m, "bf16", fetch=True, catalog=load_catalog())
     assert "offline estimate" in source and b > 15e9
 
 

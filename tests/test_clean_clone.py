@@ -99,7 +99,7 @@ def config_set_path(stack_file: Path, path: str, value: str) -> None:
 
 
 def cli(project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[int, str]:
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     monkeypatch.chdir(project)
     r = CliRunner().invoke(app, args, env={"COLUMNS": "120", "NO_COLOR": "1"})

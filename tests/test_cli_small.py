@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog, suggestions
-from sizing.cli.app import app
+from sizing.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = str(ROOT / "stacks" / "Pulumi.dev.yaml")

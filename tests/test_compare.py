@@ -19,12 +19,12 @@ from sizing.analysis.sweep import (
 )
 from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.errors import SpecError
-from sizing.planning.candidates import evaluate, resize
+from sizing.planning.candidates import resize
 from sizing.planning.demand import demand_of
 from sizing.planning.mix import best_mix
 from sizing.planning.planner import plan_stack
 from sizing.planning.problem import PlanningProblem
-from sizing.planning.search import search
+from sizing.planning.search import evaluate, search
 from sizing.stack import Stack, load_stack
 from tests.compare_factory import option_row
 from tests.plan_factory import make_plan, make_pool

@@ -30,7 +30,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def _app() -> typer.Typer:
     """The llmcap app once cli.py registers `compare`; until then a group holding only compare."""
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     if any(c.name == "compare" for c in app.registered_commands):
         return app

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from sizing.analysis.compare import verdict
 from sizing.analysis.comparison import Comparison, Sweep
-from sizing.cli.app import app
+from sizing.cli import app
 from tests.compare_factory import option_row as _row
 
 ROOT = Path(__file__).resolve().parents[1]

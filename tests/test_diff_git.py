@@ -200,7 +200,7 @@ def test_a_renamed_stack_file_is_a_rename(repo: Path, monkeypatch: pytest.Monkey
 # --- issue 14 item 7: saved plans are what a diff compares ----------------------------------------------
 
 def write_plans(repo: Path, monkeypatch: pytest.MonkeyPatch, *names: str, catalog: Path | None = None) -> None:
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     monkeypatch.chdir(repo)
     no_local_data(monkeypatch, repo.parent)

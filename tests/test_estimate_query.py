@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.errors import SpecError
 from sizing.perf.query import EstimateQuery
 

@@ -122,7 +122,7 @@ def test_requirements_txt_installs_what_the_program_and_the_readme_need() -> Non
 RUN_COMMANDS = BLOCKER + """
 import json
 from typer.testing import CliRunner
-from sizing.cli.app import app
+from sizing.cli import app
 out = []
 for args in json.loads(sys.argv[2]):
     r = CliRunner().invoke(app, args, env={"COLUMNS": "120", "NO_COLOR": "1"})

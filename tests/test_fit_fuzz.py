@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
-from sizing.cli.app import app
+from sizing.cli import app
 from tests.fit_fuzz_support import CONSISTENCY_RULES, MODEL_RULES, evaluate, stack_configs
 from tests.k8s_support import ROOT
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from infra.fit import FitContext, check_deployable
 from sizing.catalog.lookup import load_catalog
 from sizing.catalog.paths import BUNDLED_DIR
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.stack import load_stack
 from tests.k8s_support import ROOT, STACK_IDS
 from tests.plan_factory import make_plan, make_pool

@@ -37,7 +37,7 @@ def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathF
 
 
 def cli(args: list[str], columns: int = 200) -> tuple[int, str]:
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     r = CliRunner().invoke(app, args, env={"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"})
     assert r.exception is None or isinstance(r.exception, SystemExit), r.output

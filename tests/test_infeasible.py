@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sizing.cli.app import app
+from sizing.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = str(ROOT / "stacks" / "Pulumi.dev.yaml")

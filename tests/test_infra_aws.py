@@ -346,7 +346,7 @@ def test_render_command_writes_resources_json_without_aws_credentials(tmp_path: 
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), AWS_CONFIG_FILE=str(tmp_path / "none"),
                PULUMI_ACCESS_TOKEN="", PATH=os.path.dirname(sys.executable) + ":/usr/bin:/bin")
-    code = ("import sys; from sizing.cli.app import app; from sizing.cli import render_cmd as render; "
+    code = ("import sys; from sizing.cli import app; from sizing.cli import render_cmd as render; "
             "names = [c.name for c in app.registered_commands]; "
             "'render' in names or app.command('render')(render.render); "
             "sys.argv = ['llmcap'] + sys.argv[1:]; app()")
@@ -362,7 +362,7 @@ def test_render_command_writes_resources_json_without_aws_credentials(tmp_path: 
 
 
 def test_render_command_module_does_not_import_pulumi() -> None:
-    code = ("import sys, sizing.cli.app, sizing.cli.render_cmd; "
+    code = ("import sys, sizing.cli, sizing.cli.render_cmd; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_aws', 'infra')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     # timeout: a hang guard only

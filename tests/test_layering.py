@@ -57,14 +57,14 @@ HEAVY = ("pulumi", "pulumi_aws", "pulumi_kubernetes", "boto3", "botocore", "matp
 _PLAN_WITHOUT_EXTRAS = BLOCKER + """
 import atexit
 atexit.register(lambda: sys.stderr.write("tried: " + ",".join(TRIED) + "\\n"))
-from sizing.cli.app import main
+from sizing.cli import main
 sys.argv = ["llmcap", "plan", "stacks/Pulumi.dev.yaml", "--format", "json"]
 main()
 """
 
 
 def test_plan_path_imports_stay_light(tmp_path: Path) -> None:
-    code = ("import sys, sizing.cli.app, sizing.planning.planner, sizing.planning.builder, sizing.report.plan_views; "
+    code = ("import sys, sizing.cli, sizing.planning.planner, sizing.planning.builder, sizing.report.plan_views; "
             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "", f"heavy modules on the plan path: {out.stdout}"
@@ -179,17 +179,27 @@ def test_imports_go_down_the_layers_without_circles() -> None:
 
 
 def test_longest_import_chain_is_measured() -> None:
-    """Issue 15 asks for at most 8 levels after the re-layer; today's figure is printed, and may not grow
-    past MAX_CHAIN without a reason (scripts/import_chain.py prints the chain)."""
-    chain = longest_chain(project_graph())
-    print(f"longest import chain: {len(chain)} modules: {' -> '.join(chain)}")
+    """Issue 15 asks for at most 8 levels in sizing/'s import graph (it measured 14 there): the chain
+    between sizing/'s own modules is held to SIZING_MAX_CHAIN. With infra/ (the CLI's render and diff
+    import the Pulumi program) the chain is longer, and may not grow past MAX_CHAIN without a reason
+    (scripts/import_chain.py prints both)."""
+    g = project_graph()
+    sizing_only = {m: {d for d in deps if d.split(".")[0] == "sizing"} for m, deps in g.items()
+                   if m.split(".")[0] == "sizing"}
+    chain = longest_chain(sizing_only)
+    print(f"longest import chain in sizing/: {len(chain)} modules: {' -> '.join(chain)}")
+    assert len(chain) <= SIZING_MAX_CHAIN, " -> ".join(chain)
+    chain = longest_chain(g)
+    print(f"longest import chain in sizing/ and infra/: {len(chain)} modules: {' -> '.join(chain)}")
     assert len(chain) <= MAX_CHAIN, " -> ".join(chain)
 
 
-# today: 14 modules, TYPE_CHECKING imports left out; the target is 8. The chain runs cli -> app -> a command ->
-# analysis -> planner -> builder -> mix/batching -> candidates -> perf.goodput -> load -> step -> calibration ->
-# catalog.schema -> paths: the physics pipeline and the planning steps are what is left to flatten.
-MAX_CHAIN = 14
+SIZING_MAX_CHAIN = 8
+# sizing/ and infra/ together: 12 modules, TYPE_CHECKING imports left out. The chain runs cli -> a command
+# -> infra.render -> the program -> the app's components -> the manifest builders -> the sizing tables
+# they read (system pods, DaemonSet requests): flattening the builders (reading resolved figures from
+# Plan.platform instead of sizing's tables) is what is left.
+MAX_CHAIN = 12
 
 
 # ---------------------------------------------------------------------------- the checker itself

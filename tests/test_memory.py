@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.perf.memory import GIB, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, memory_fit
 
 runner = CliRunner()

@@ -62,7 +62,8 @@ def test_mixed_405b_long_outputs_plans_or_says_why(tmp_path: Path) -> None:
     f = tmp_path / "Pulumi.big405.yaml"
     f.write_text(yaml.safe_dump({"config": BIG_405B}))
     try:
-        r = subprocess.run([sys.executable, "-m", "sizing.cli.app", "plan", str(f), "--format", "json"],
+        r = subprocess.run([sys.executable, "-c", "from sizing.cli import main; main()", "plan", str(f),
+                            "--format", "json"],
                            capture_output=True, text=True,
                            timeout=300)  # a hang guard only (about a second idle): never a speed assertion
     except subprocess.TimeoutExpired:

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sizing.catalog.calibration import CALIBRATION_FILE, load_calibration
 from sizing.catalog.lookup import load_catalog
-from sizing.perf.calibration import CALIBRATION_FILE, PerfModelError, load_calibration
+from sizing.errors import PerfModelError
 from sizing.perf.goodput import goodput
 from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_offline, estimate_open_loop
 from sizing.perf.memory import memory_fit

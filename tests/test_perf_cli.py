@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from sizing.cli.app import app
+from sizing.cli import app
 
 runner = CliRunner()
 BASE = ["estimate", "--model", "llama-3.1-8b-instruct", "--gpu", "L40S", "--precision", "fp8",

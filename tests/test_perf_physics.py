@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sizing.catalog.calibration import CALIBRATION_FILE, PARAMS, load_calibration
 from sizing.catalog.lookup import load_catalog
-from sizing.perf.calibration import CALIBRATION_FILE, PARAMS, load_calibration
 from sizing.perf.goodput import goodput
 from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, estimate_burst, estimate_closed_loop, estimate_offline
 from sizing.perf.step import build_step_model, compute_peak_tflops, engine_step_s

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.humanize import num, plural, usd
 
 ROOT = Path(__file__).resolve().parents[1]

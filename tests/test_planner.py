@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.errors import NoFeasiblePlanError
 from sizing.perf.goodput import goodput
 from sizing.perf.load import ReplicaConfig, WorkloadShape

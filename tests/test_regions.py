@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
 from sizing.catalog.paths import BUNDLED_DIR
-from sizing.cli.app import app
+from sizing.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT.parent / "shared" / "reference" / "aws_gpu_on_demand_by_region.csv"

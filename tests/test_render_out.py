@@ -18,7 +18,7 @@ STACKS = ROOT / "stacks"
 
 
 def render(*args: str) -> tuple[int, str]:
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     r = CliRunner().invoke(app, ["render", *args], env={"COLUMNS": "120", "NO_COLOR": "1"})
     return r.exit_code, r.output

@@ -31,7 +31,7 @@ REGENERATE = "bash scripts/write_plans.sh"
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     r = CliRunner().invoke(app, list(args), env={**ENV, **(env or {})})
     return r.exit_code, r.output
@@ -166,7 +166,7 @@ def test_plan_write_records_a_local_catalog_and_overlay(stacks_copy: Path, tmp_p
 
 
 def test_a_saved_plan_file_is_accepted_wherever_a_plan_json_is(tmp_path: Path) -> None:
-    from sizing.plan import load_plan_file
+    from sizing.planning.saved_plan import load_plan_file
 
     plan_file = STACKS / "Pulumi.dev.plan.json"
     assert load_plan_file(plan_file) == saved(plan_file).plan
@@ -180,7 +180,7 @@ def test_a_saved_plan_file_is_accepted_wherever_a_plan_json_is(tmp_path: Path) -
 def test_the_pinned_catalog_answers_from_the_saved_plan_not_from_this_machine(tmp_path: Path) -> None:
     from dataclasses import asdict
 
-    from sizing.planning.saved_plan import PinnedCatalog
+    from sizing.planning.pinned_catalog import PinnedCatalog
 
     s = saved(STACKS / "Pulumi.llama70b.plan.json")
     s.pinned.offerings = {t: ["use1-az9"] for t in s.pinned.offerings}  # as if the AWS answer had been different

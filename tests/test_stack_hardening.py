@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.cli.app import app
+from sizing.cli import app
 
 runner = CliRunner()
 DEV = Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.dev.yaml"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizing.cli.app import app
+from sizing.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
@@ -61,7 +61,7 @@ def test_bundled_stacks_validate_clean() -> None:
     (target < 1 s each, Python start-up included): `python bench/cli_speed.py`."""
     paths = [str(p) for p in sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))]
     # one fresh Python (no PATH, no home, offline) validating each in turn, as `llmcap validate FILE` does
-    code = ("import json, sys; from typer.testing import CliRunner; from sizing.cli.app import app; "
+    code = ("import json, sys; from typer.testing import CliRunner; from sizing.cli import app; "
             "print(json.dumps([[p, r.exit_code, r.stderr] for p in sys.argv[1:] "
             "for r in [CliRunner().invoke(app, ['validate', p])]]))")
     r = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, cwd=ROOT,

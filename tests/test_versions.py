@@ -84,7 +84,7 @@ def test_a_newer_cluster_than_a_bounded_row_is_refused(minor: str) -> None:
 def test_render_refuses_an_unsupported_cluster_minor_with_one_line_per_component(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     out = tmp_path / "out"
     r = CliRunner().invoke(app, ["render", str(h.ROOT / "stacks" / "Pulumi.dev.yaml"), "--out", str(out),

@@ -122,7 +122,7 @@ def _cut(text: str) -> str:
 
 @pytest.mark.slow  # the whole README walkthrough, command by command (about 2 CPU s)
 def test_walkthrough_transcript_is_current(workdir: Path, update_golden: bool) -> None:
-    from sizing.cli.app import app
+    from sizing.cli import app
 
     _prepare_plans(workdir)
     parts = ["# A first session with llmcap", "",

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from sizing.catalog.lookup import Catalog
 from sizing.catalog.weights_source import require_weights_source
-from sizing.cli.app import app
+from sizing.cli import app
 from sizing.errors import SpecError
 from sizing.planning.planner import plan_stack
 from sizing.stack import load_stack

@@ -78,8 +78,8 @@ def saved_plans_at(ref: str | None, root: Path, stack_paths: list[str]) -> dict[
     return {wanted[n]: git(["show", f"{ref}:{n}"], root) for n in present if n in wanted}
 
 
-def diff_refs(base: str, head: str | None, pattern: str = DEFAULT_STACKS_GLOB, cwd: Path | None = None,
-              planner: Planner | None = None) -> CostDiff:
+def diff_refs(base: str, head: str | None, planner: Planner, pattern: str = DEFAULT_STACKS_GLOB,
+              cwd: Path | None = None) -> CostDiff:
     """Every stack file matching `pattern` added, removed or changed between base and head
     (None = the working tree), planned on both sides."""
     from sizing.stack import stack_name
@@ -88,10 +88,6 @@ def diff_refs(base: str, head: str | None, pattern: str = DEFAULT_STACKS_GLOB, c
     check_ref(base, root)
     if head is not None:
         check_ref(head, root)
-    if planner is None:
-        from sizing.planning.planner import default_planner
-
-        planner = default_planner()
     plan = planner
     old, new = files_at(base, root, pattern), files_at(head, root, pattern)
     old_plans, new_plans = saved_plans_at(base, root, sorted(old)), saved_plans_at(head, root, sorted(new))

@@ -13,15 +13,13 @@ radius are shares (0..1).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sizing.analysis.comparison import Comparison, InfeasibleOption, Option, OptionRow, OptionSummary
 from sizing.errors import NoFeasiblePlanError
-from sizing.planning.planner import plan_stack
-from sizing.planning.search import GoodputScale
 
 if TYPE_CHECKING:
-    from sizing.catalog.lookup import Catalog
     from sizing.plan import Plan
 
 # ---------------------------------------------------------------- one plan per option
@@ -83,15 +81,15 @@ def infeasible_summary(option: Option, err: NoFeasiblePlanError) -> InfeasibleOp
                             problems=err.problems, suggestions=err.suggestions)
 
 
-def compare_options(options: list[Option], cat: Catalog,
-                    goodput_scale: GoodputScale | None | bool = True) -> Comparison:
-    """Plan every option (infeasible ones keep their reasons) and pick the winner. Options are planned
-    with vLLM's default batching flags (no tuning or simulation of finalists, sizing.planning.batching), the
-    same model the --sweep points use, so that a comparison and its sweep agree."""
+def compare_options(options: list[Option], plan_option: Callable[[Option], Plan]) -> Comparison:
+    """Plan every option with `plan_option` (infeasible ones keep their reasons) and pick the winner.
+    The CLI plans them with vLLM's default batching flags (no tuning or simulation of finalists,
+    sizing.planning.batching), the same model the --sweep points use, so that a comparison and its
+    sweep agree."""
     rows: list[OptionRow] = []
     for o in options:
         try:
-            plan = plan_stack(o.stack, cat, o.strategy, goodput_scale, tune_batching=False)
+            plan = plan_option(o)
         except NoFeasiblePlanError as e:
             rows.append(infeasible_summary(o, e))
             continue

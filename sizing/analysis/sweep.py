@@ -30,20 +30,12 @@ from sizing.cost.money import api_comparison, usd_per_million_tokens, usd_per_mo
 from sizing.errors import SpecError
 from sizing.perf.goodput import goodput
 from sizing.perf.load import Goodput
-from sizing.planning.candidates import (
-    Candidate,
-    Evaluated,
-    enumerate_candidates,
-    evaluate,
-    instances_for,
-    resize,
-    size_replicas,
-)
+from sizing.perf.overlay import default_goodput_scale
+from sizing.planning.candidates import Candidate, Evaluated, enumerate_candidates, instances_for, resize, size_replicas
 from sizing.planning.demand import Demand, demand_of
 from sizing.planning.mix import TOP_K, best_mix
-from sizing.planning.planner import default_goodput_scale
 from sizing.planning.problem import PlanningProblem
-from sizing.planning.search import GoodputScale, search
+from sizing.planning.search import GoodputScale, evaluate, search
 from sizing.spec import WorkloadSpec
 
 if TYPE_CHECKING:

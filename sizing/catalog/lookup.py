@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from sizing.catalog.calibration import CALIBRATION_FILE, Calibration, load_calibration
 from sizing.catalog.paths import BUNDLED_DIR, USER_CACHE_DIR
 from sizing.catalog.records import (
     ApiModel,
@@ -95,6 +96,17 @@ class Catalog:
         """The rows of table `name` (the override's file, else the bundled one), checked against its
         schema (sizing/data/schema.yaml)."""
         return read_table(self._path(name), name)
+
+    @cached_property
+    def _calibration_file(self) -> str | None:
+        p = self._path(CALIBRATION_FILE.name)
+        return None if p == CALIBRATION_FILE else str(p)
+
+    @property
+    def calibration(self) -> Calibration:
+        """The performance model's fitted constants: the override directory's `perf_calibration.json`
+        when it has one, else the bundled fit (or the fit in progress while bench/calibrate.py runs)."""
+        return load_calibration(self._calibration_file)
 
     # --- tables -------------------------------------------------------------------------
     @cached_property

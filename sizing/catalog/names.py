@@ -3,16 +3,17 @@ exist in the catalog (one line per problem, naming the field, with "did you mean
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sizing.catalog.lookup import load_catalog
 from sizing.errors import CatalogLookupError, SpecError
-from sizing.stack import Stack
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
+    from sizing.stack import Stack
 
 
-def check_names(stack: Stack, catalog_dir: Path | None = None) -> None:
-    """Catalog checks a schema cannot do: the model, GPUs, instance types and region exist."""
-    cat = load_catalog(catalog_dir)
+def check_names(stack: Stack, cat: Catalog) -> None:
+    """Catalog checks a schema cannot do: the model, GPUs, instance types and region exist in `cat`."""
     problems: list[str] = []
     for fn in (lambda: cat.model(stack.workload.model), lambda: cat.check_region(stack.region)):
         try:

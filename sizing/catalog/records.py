@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# OCP Microscaling (MX) v1.0, MXFP4: an E2M1 element (4 bits) plus one E8M0 scale (8 bits) per 32-element
-# block, the format gpt-oss ships its experts in (ModelArch.native_expert_format == "mxfp4")
-MXFP4_BITS_PER_WEIGHT = 4 + 8 / 32
-
 
 def opt_float(v: str) -> float | None:
     v = (v or "").strip()

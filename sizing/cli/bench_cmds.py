@@ -21,7 +21,7 @@ from sizing.plan import Plan
 
 def _plan_for(stack_file: Path | None, plan_file: Path | None) -> tuple[Plan | None, str]:
     """The plan from --plan, else planned from the stack (with the user's overlay, as `llmcap plan` does)."""
-    from sizing.plan import load_plan_file
+    from sizing.planning.saved_plan import load_plan_file
 
     if plan_file is not None:
         return load_plan_file(plan_file), f"plan from {plan_file}"

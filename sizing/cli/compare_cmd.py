@@ -19,6 +19,7 @@ def options_for(stack_files: list[Path], strategies: str | None, sets: list[str]
                 catalog: Path | None) -> list[Option]:
     """One option per stack, or per stack × strategy with --strategies (validated, names checked)."""
     from sizing.analysis.comparison import Option
+    from sizing.catalog.lookup import load_catalog
     from sizing.catalog.names import check_names
     from sizing.errors import SpecError
     from sizing.planning.search import STRATEGIES
@@ -36,7 +37,7 @@ def options_for(stack_files: list[Path], strategies: str | None, sets: list[str]
     out: list[Option] = []
     for f in stack_files:
         st = load_stack(f, sets)
-        check_names(st, catalog)
+        check_names(st, load_catalog(catalog))
         if strats:
             out += [Option(f"{st.name} {s}" if len(stack_files) > 1 else s, st, s) for s in strats]
         else:
@@ -65,6 +66,7 @@ def compare(
     from sizing.analysis.sweep import parse_sweep, run_sweep
     from sizing.catalog.lookup import load_catalog
     from sizing.errors import EXIT_INFEASIBLE, SpecError
+    from sizing.planning.planner import plan_stack
 
     spec = parse_sweep(sweep) if sweep is not None else None
     if plot is not None and spec is None:
@@ -78,7 +80,9 @@ def compare(
             raise SpecError("--plot needs matplotlib: pip install 'llmcap[plot]' (or pip install matplotlib)")
     opts = options_for(stack_files, strategies, sets, catalog)
     cat = load_catalog(catalog)
-    result = compare_options(opts, cat).with_sweep(run_sweep(opts, spec, cat) if spec is not None else None)
+    # default batching flags, as the sweep's points (sizing.analysis.compare.compare_options)
+    result = compare_options(opts, lambda o: plan_stack(o.stack, cat, o.strategy, tune_batching=False))
+    result = result.with_sweep(run_sweep(opts, spec, cat) if spec is not None else None)
     doc = json.dumps(result.model_dump(mode="json"), indent=2)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

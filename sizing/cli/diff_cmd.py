@@ -1,6 +1,6 @@
 """`llmcap diff`: what a change to the stacks does to the bill, for pull requests.
 
-Register in sizing/cli/app.py with `app.command("diff")(diff_cmd.diff)`.
+Register in sizing/cli/__init__.py with `app.command("diff")(diff_cmd.diff)`.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
     from sizing.catalog.lookup import load_catalog
     from sizing.cost.resources import load_resources, price_resources
     from sizing.cost.resources.base import PricingContext
+    from sizing.planning.pinned_catalog import PinnedCatalog
     from sizing.planning.planner import plan_stack
-    from sizing.planning.saved_plan import PinnedCatalog
     from sizing.stack import config_from_text, stack_from_config, stack_name
 
     cat = load_catalog(catalog)
@@ -155,8 +155,8 @@ def diff(
     from sizing.adapters.git import diff_refs
     from sizing.analysis.diff import diff_plans
     from sizing.errors import SpecError
-    from sizing.plan import load_plan_file
     from sizing.planning.planner import default_planner
+    from sizing.planning.saved_plan import load_plan_file
     from sizing.report import diff_views
 
     if from_plan or to_plan:
@@ -166,7 +166,7 @@ def diff(
                        load_plan_file(to_plan) if to_plan else None,
                        from_plan.name if from_plan else "nothing", to_plan.name if to_plan else "nothing")
     elif base:
-        d = diff_refs(base, head, stacks, planner=default_planner(catalog))
+        d = diff_refs(base, head, default_planner(catalog), stacks)
     else:
         raise SpecError("say what to compare: --base REF [--head REF], or --from a.json --to b.json")
     if render_resources:

@@ -31,8 +31,9 @@ def plan_to_render(stack_file: Path, sets: list[str], catalog: Path | None, fres
     a fresh plan with --fresh or --set (a preview of a change), or, with a warning, when the stack has
     no saved plan yet. A saved plan that no longer matches its stack file is refused (one line)."""
     from sizing.catalog.lookup import load_catalog
+    from sizing.planning.pinned_catalog import PinnedCatalog
     from sizing.planning.planner import plan_for
-    from sizing.planning.saved_plan import PinnedCatalog, StalePlanError, read_saved_plan, saved_plan_path
+    from sizing.planning.saved_plan import StalePlanError, read_saved_plan, saved_plan_path
     from sizing.stack import load_stack
 
     stack = load_stack(stack_file, sets)

@@ -21,8 +21,9 @@ def validate(stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.ya
     from sizing.planning.meaning import meaning_checks
 
     stack = load_stack(stack_file)
-    check_names(stack, catalog)
-    errors, warnings = meaning_checks(stack, load_catalog(catalog))
+    cat = load_catalog(catalog)
+    check_names(stack, cat)
+    errors, warnings = meaning_checks(stack, cat)
     if errors:
         raise SpecError(f"{len(errors)} problem(s)", errors)
     for line in list(stack.warnings) + warnings:

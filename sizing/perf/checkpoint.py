@@ -23,18 +23,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sizing.catalog.checkpoint_metadata import METADATA_SOURCE, _is_hub_id, cached_metadata, fetch_metadata
-from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.catalog.platform import number
 from sizing.catalog.records import CheckpointFacts
 from sizing.perf.memory import GIB
 
 if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch, PrecisionFormat
 
 
 def checkpoint_bytes(model: ModelArch, precision: str = "bf16", repo_id: str | None = None,
-                     revision: str = "main", fetch: bool = False,
-                     catalog: Catalog | None = None) -> tuple[float, str]:
+                     revision: str = "main", fetch: bool = False, *, catalog: Catalog) -> tuple[float, str]:
     """(bytes of the checkpoint files' tensors, where the figure comes from) for the checkpoint
     of `model` in `precision` (the precision its files are stored in; pass the pre-quantized
     checkpoint's id as `repo_id` when it is another repo). MTP layers are included: they are in
@@ -48,7 +47,7 @@ def checkpoint_bytes(model: ModelArch, precision: str = "bf16", repo_id: str | N
                                          f"{meta.parameters / 1e9:,.2f}B parameters")
     from sizing.perf.memory import weight_bytes_per_replica
 
-    cat = catalog or load_catalog()
+    cat = catalog
     stored = precision
     if repo == model.hf_id and model.checkpoint_quant == "fp8" and precision in ("bf16", "fp16"):
         stored = "fp8"  # the published checkpoint is FP8 (its config's quantization_config)
@@ -58,7 +57,7 @@ def checkpoint_bytes(model: ModelArch, precision: str = "bf16", repo_id: str | N
                f"({how}) at {stored}; offline estimate, no checkpoint metadata cached")
 
 
-def model_size_line(model: ModelArch, precision: str = "bf16", catalog: Catalog | None = None) -> str:
+def model_size_line(model: ModelArch, precision: str, catalog: Catalog) -> str:
     """The plan's assumption line: the model's size and which source it came from."""
     b, source = checkpoint_bytes(model, precision, catalog=catalog)
     return f"model size: {model.hf_id} checkpoint {b / 2**30:,.1f} GiB from {source}"

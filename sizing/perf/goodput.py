@@ -11,7 +11,6 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sizing.perf.calibration import load_calibration
 from sizing.perf.load import (
     Goodput,
     LoadEstimate,
@@ -79,7 +78,7 @@ def goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95
     The result carries a p10-p90 range: the goodput times the 10th and 90th percentiles of
     measured / predicted throughput held out of the fit (perf_calibration.json `goodput_range`)."""
     g = _goodput(catalog, cfg, shape, ttft_p95_ms, itl_p95_ms, mode, targets)
-    lo, hi = load_calibration().goodput_range
+    lo, hi = catalog.calibration.goodput_range
     return replace(g, output_tokens_per_s_p10=g.output_tokens_per_s * lo,
                    output_tokens_per_s_p90=g.output_tokens_per_s * hi)
 

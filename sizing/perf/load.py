@@ -3,7 +3,7 @@ offline, and goodput at a p95 SLO.
 
 Owns the public performance API (ReplicaConfig, WorkloadShape, LoadEstimate, Goodput and the
 estimate_* / goodput functions). Step physics lives in sizing.perf.step, fitted constants in
-sizing.perf.calibration. Must not import pulumi, boto3, numpy, or the planner/CLI.
+sizing.catalog.calibration. Must not import pulumi, boto3, numpy, or the planner/CLI.
 
 Method (analytic, no simulation; one estimate takes tens of microseconds):
 - A *cycle* advances every decoding sequence by one token. In steady state the other batch - 1
@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sizing.errors import CatalogLookupError
-from sizing.perf.calibration import load_calibration
 from sizing.perf.memory import GIB, MemoryFit, memory_fit
 from sizing.perf.step import StepModel, build_step_model, overlap
 
@@ -171,6 +170,7 @@ class _Ctx:
     cv2_service: float
     prompt_sigma: float  # log-normal sigma of prompt lengths (from mean and p95)
     request_overhead_s: float
+    frontend_s_per_request: float  # the API server's ingest time per prompt, s
     bw_eff: float
     memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
@@ -180,7 +180,7 @@ def _engine_limits(catalog: Catalog, cfg: ReplicaConfig) -> tuple[int, int, str]
         eng = catalog.engine(cfg.engine)
         mem_engine = cfg.engine
     except CatalogLookupError:  # a calibration-only engine (e.g. tgi) sizes memory like vLLM
-        load_calibration().engine_eff(cfg.engine)
+        catalog.calibration.engine_eff(cfg.engine)
         eng, mem_engine = catalog.engine("vllm"), "vllm"
     return (cfg.max_num_seqs or eng.default_max_num_seqs,
             cfg.max_num_batched_tokens or eng.default_max_num_batched_tokens, mem_engine)
@@ -225,7 +225,7 @@ def _memory(catalog: Catalog, cfg: ReplicaConfig, full_tokens: int) -> tuple[Mem
 
 
 def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _Ctx:
-    cal = load_calibration()
+    cal = catalog.calibration
     gpu = catalog.gpu(cfg.gpu)
     link = cfg.interconnect or ("nvlink" if gpu.nvlink_bandwidth_gbs else "pcie")
     sm = build_step_model(catalog, cal, cfg.model, cfg.gpu, cfg.precision, cfg.tp, cfg.pp,
@@ -250,6 +250,7 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                 osl_tail=max((shape.output_tokens_p95 or shape.output_tokens) - 1.0, 1.0),
                 ctx_decode=shape.prompt_tokens + shape.output_tokens / 2.0, cv2_service=cv * cv,
                 prompt_sigma=sigma, request_overhead_s=cal.v("request_overhead_ms") / 1e3,
+                frontend_s_per_request=cal.v("frontend_ms_per_request") / 1e3,
                 bw_eff=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9))
 
 
@@ -508,7 +509,7 @@ def _fill_frac(c: _Ctx, n: float, frac: float) -> float:
 def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> LoadEstimate:
     """A closed loop whose n requests run in lockstep rounds: each round starts with the n prompts'
     prefill, in budget-sized steps; a prompt's first token comes at the end of its step."""
-    round_s = overlap(_fill_s(c, n), n * load_calibration().v("frontend_ms_per_request") / 1e3, 4.0) \
+    round_s = overlap(_fill_s(c, n), n * c.frontend_s_per_request, 4.0) \
         + c.sm.step_s(n, c.ctx_decode)
     base = c.request_overhead_s
     ttft = {q: base + round_s * _fill_frac(c, n, q) for q in (0.5, 0.95, 0.99)}
@@ -592,7 +593,7 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     itl = _cycle_s(c, b)
     # the API server ingests the prompts one after another while the engine prefills them: the slower
     # of the two paces the fill (a smooth max, exponent 4)
-    fill = overlap(_fill_s(c, b), b * load_calibration().v("frontend_ms_per_request") / 1e3, 4.0)
+    fill = overlap(_fill_s(c, b), b * c.frontend_s_per_request, 4.0)
     own = _prefill_s(c, b, c.isl_eff)
     e2e_ss = own + c.osl_decode * itl
     lam = b / e2e_ss

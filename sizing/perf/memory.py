@@ -10,13 +10,14 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from sizing.catalog.records import MXFP4_BITS_PER_WEIGHT
-
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import EngineDefaults, ModelArch, PrecisionFormat
 
 GIB = 2**30
+# OCP Microscaling (MX) v1.0, MXFP4: an E2M1 element (4 bits) plus one E8M0 scale (8 bits) per 32-element
+# block, the format gpt-oss ships its experts in (ModelArch.native_expert_format == "mxfp4")
+MXFP4_BITS_PER_WEIGHT = 4 + 8 / 32
 KV_BYTES = {"fp8": 1.0}
 
 

@@ -11,7 +11,7 @@ sizing/data are never written. Imports only pydantic and the standard library.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -143,3 +143,9 @@ def load_overlay(path: str | Path | None = None) -> Overlay:
         raise SpecError(f"{p}: overlay schema_version {ov.schema_version}; this llmcap reads {OVERLAY_SCHEMA_VERSION}")
     ov.path = str(p)
     return ov
+
+
+def default_goodput_scale() -> Callable[[str, str, str], tuple[float, str] | None] | None:
+    """The user's measured calibration overlay (llmcap calibrate), when there is one."""
+    overlay = load_overlay()
+    return overlay.goodput_scale if overlay else None

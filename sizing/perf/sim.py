@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
-from sizing.perf.calibration import load_calibration
 from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, _engine_limits
 from sizing.perf.memory import GIB
 
@@ -204,7 +203,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     shape = WorkloadShape(prompt.mean, output.mean, prompt.p95, output.p95, prefix_cache_hit_rate)
     c = _ctx(catalog, cfg, shape)
     max_seqs, budget_tokens, _ = _engine_limits(catalog, cfg)
-    cal = load_calibration()
+    cal = catalog.calibration
     sm = c.sm
     blk = int(number("vllm_kv_block_size", catalog))
     if not c.fit.fits:

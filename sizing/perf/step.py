@@ -2,7 +2,7 @@
 
 Owns: bytes moved, FLOPs and all-reduce traffic of a step that decodes `d` sequences and
 prefills `p` prompt tokens, and the step time that follows from the GPU's datasheet peaks times
-physically bounded, fitted efficiencies (sizing/perf/calibration.py). No serving-level logic
+physically bounded, fitted efficiencies (sizing/catalog/calibration.py). No serving-level logic
 (queues, SLOs) lives here.
 
 Per operation: weight GEMMs read the dense weights plus the experts a batch routes to (MoE) at
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sizing.perf.calibration import HBM_MIN_BANDWIDTH_GBS, Calibration, PerfModelError, pcie_bandwidth_gbs
+from sizing.errors import PerfModelError
 from sizing.perf.memory import (
     embedding_params,
     expert_weight_bytes_per_replica,
@@ -44,10 +44,12 @@ from sizing.perf.memory import (
 )
 
 if TYPE_CHECKING:
+    from sizing.catalog.calibration import Calibration
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import Gpu, ModelArch, PrecisionFormat
 
 GB = 1e9
+HBM_MIN_BANDWIDTH_GBS = 1000.0  # every HBM part in gpus.csv is ≥ 1,555 GB/s; every GDDR6 part ≤ 864 GB/s
 _PEAK_FIELD = {"fp8": "fp8_dense_tflops", "int8": "int8_dense_tops", "fp4": "fp4_dense_tflops",
                "bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops"}
 # vLLM's default CUDA-graph capture sizes (vllm/config: [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16));
@@ -99,7 +101,8 @@ def link_bandwidth_gbs(catalog: Catalog, gpu: Gpu, interconnect: str) -> float:
         if not gpu.nvlink_bandwidth_gbs:
             raise PerfModelError(f"GPU {gpu.name} has no NVLink bandwidth in gpus.csv")
         return gpu.nvlink_bandwidth_gbs / 2.0
-    pcie = pcie_bandwidth_gbs(catalog).get(gpu.name)
+    link = catalog.interconnects.get(gpu.name)
+    pcie = link.pcie_bandwidth_gbs_per_direction if link else None
     if pcie is None:
         raise PerfModelError(f"no PCIe bandwidth for GPU {gpu.name} in interconnects.csv")
     return pcie

@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sizing.perf.binding import LABELS
-from sizing.perf.calibration import load_calibration
 from sizing.perf.goodput import goodput
 from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, _engine_limits, estimate_closed_loop
 from sizing.planning.candidates import Evaluated, resize, strategy_of
@@ -213,7 +212,7 @@ def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Ev
             f"{BUDGETS[0]:,}–{BUDGETS[-1]:,}; the default {budget0:,} gives {ev.gp.output_tokens_per_s:,.0f} tok/s "
             f"analytic, {g.output_tokens_per_s:,.0f} at the choice")
     sim_gp, binds, code, pred = simulated_goodput(cat, cfg, w, demand.mode, g, note)
-    lo, hi = load_calibration().goodput_range
+    lo, hi = cat.calibration.goodput_range
     sim_gp = replace(sim_gp, output_tokens_per_s_p10=sim_gp.output_tokens_per_s * lo,
                      output_tokens_per_s_p90=sim_gp.output_tokens_per_s * hi)
     t = Tuning(max_num_batched_tokens=budget, max_num_seqs=seqs, default_budget=budget0,

@@ -16,7 +16,6 @@ from sizing.cost.money import (
 )
 from sizing.errors import NoFeasiblePlanError
 from sizing.perf.binding import binding
-from sizing.perf.calibration import load_calibration
 from sizing.perf.checkpoint import checkpoint_facts, checkpoint_size
 from sizing.perf.cold_start import cold_start
 from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
@@ -87,7 +86,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     # analytic binding follows the tuning note
     binds = (f"{tuned.binds}; {regime}" if tuned.bound_code and regime.startswith("decode steps") else
              f"{bind.text}; {tuned.binds}") if tuned and tuned.binds else bind.text
-    g_lo, g_hi = load_calibration().goodput_range  # p10/p90 of held-out measured / predicted
+    g_lo, g_hi = cat.calibration.goodput_range  # p10/p90 of held-out measured / predicted
     # the tuned batch (or the engine default) within the KV capacity, and never below the planned
     # concurrency (issue 18 item 7: the rendered flag admits the planned load)
     max_num_seqs = max(1, math.ceil(at.concurrency - 1e-9),

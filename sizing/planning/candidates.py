@@ -1,5 +1,6 @@
-"""Candidate deployments: one instance type × tensor/pipeline parallelism × precision, each
-evaluated for fit, SLO goodput, replica count and cost — or rejected with a reason.
+"""Candidate deployments: one instance type × tensor/pipeline parallelism × precision, enumerated
+for a strategy, and the replica and instance arithmetic of an evaluated one (sizing.planning.search
+evaluates them for fit, SLO goodput and cost, or rejects them with a reason).
 
 Reason codes: not-offered, no-price, no-gpu-specs, fractional-gpu, unsupported-precision,
 needs-checkpoint, bad-parallelism, does-not-fit, misses-itl, misses-ttft.
@@ -8,24 +9,22 @@ needs-checkpoint, bad-parallelism, does-not-fit, misses-itl, misses-ttft.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sizing.perf.goodput import goodput
-from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape
-from sizing.perf.memory import MemoryFit, memory_fit
 from sizing.plan import Rejection
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import Instance, ModelArch
+    from sizing.perf.load import Goodput
+    from sizing.perf.memory import MemoryFit
     from sizing.planning.batching import Tuning
     from sizing.planning.demand import Demand
     from sizing.planning.problem import PlanningProblem
 
 MAX_NODES_PER_REPLICA = 4  # pipeline stages across nodes the planner will consider
-GoodputFn = Callable[..., Goodput]  # sizing.perf.goodput.goodput, or a memoised wrapper of it (sweeps)
 
 
 @dataclass(frozen=True)
@@ -184,62 +183,6 @@ def precision_supported(cat: Catalog, gpu: str, precision: str) -> str | None:
     if g.generation not in fmt.supported_archs:
         return f"{precision} runs on {'/'.join(fmt.supported_archs)} GPUs; {gpu} is {g.generation}"
     return None
-
-
-def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: list[Rejection],
-             goodput_scale: float = 1.0, goodput_fn: GoodputFn = goodput) -> Evaluated | None:
-    """Size one candidate for the problem's demand at `purchase` prices, or record why it is rejected (None).
-
-    `goodput_fn`: sizing.perf.goodput.goodput, or a memoised wrapper of it (sweeps); same result."""
-    cat, model, w, hw, region, demand = p.catalog, p.model, p.workload, p.hardware, p.region, p.demand
-    inst = cand.instance
-
-    def reject(code: str, detail: str) -> None:
-        rejections.append(Rejection(gpu=inst.gpu, instance_type=inst.instance_type, precision=cand.precision,
-                                    tensor_parallel=cand.tp, pipeline_parallel=cand.pp, reason=code, detail=detail))
-
-    why = precision_supported(cat, inst.gpu, cand.precision)
-    if why:
-        reject("unsupported-precision", why)
-        return None
-    if cat.precision(cand.precision).needs_prequantized_checkpoint and cand.precision not in w.checkpoints:
-        reject("needs-checkpoint", f"{cand.precision} needs a pre-quantized checkpoint of {model.hf_id}: set "
-               f"llmcap:workload.checkpoints.{cand.precision} to its Hugging Face id")
-        return None
-    price = cat.price(inst.instance_type, region, purchase)
-    if price is None:
-        reject("no-price", f"no {purchase} price for {inst.instance_type} in {region} in the catalog")
-        return None
-    fit = memory_fit(cat, model, inst.gpu, cand.precision, cand.tp, cand.pp, w.context_tokens, w.kv_cache_dtype,
-                     w.engine, gpu_memory_gib=inst.gpu_memory_gib_each)
-    if not fit.fits:
-        reject("does-not-fit", fit.reason)
-        return None
-    if cand.pp > 1:
-        single = memory_fit(cat, model, inst.gpu, cand.precision, cand.tp, cand.pp - 1, w.context_tokens,
-                            w.kv_cache_dtype, w.engine, gpu_memory_gib=inst.gpu_memory_gib_each)
-        if single.fits:
-            return None  # fewer nodes already fit; more stages only add latency and cost
-    cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
-                        kv_cache_dtype=w.kv_cache_dtype, engine=w.engine, interconnect=inst.gpu_interconnect)
-    shape = WorkloadShape.from_spec(w)
-    gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode, targets=w.slo.targets())
-    if not gp.feasible:
-        reject(gp.reason_code or "misses-itl", gp.reason)
-        return None
-    tokens = gp.output_tokens_per_s * goodput_scale
-    conc = gp.concurrency * goodput_scale
-    if tokens <= 0 or conc <= 0:
-        reject("misses-itl", "no load meets the SLO")
-        return None
-    need, _ = size_replicas(demand.output_tokens_per_s, tokens, hw.redundancy,
-                            demand.concurrent_users if demand.mode == "closed" else None, conc)
-    replicas = replicas_with_spares(cand, need, hw.redundancy)
-    instances = instances_for(cand, replicas)
-    return Evaluated(cand=cand, fit=fit, gp=gp, usd_per_instance_hour=price.usd_per_hour,
-                     price_source=f"{price.source} ({price.as_of})", replicas_for_demand=need, replicas=replicas,
-                     instances=instances, usd_per_hour=instances * price.usd_per_hour,
-                     goodput_scale=goodput_scale)
 
 
 def resize(ev: Evaluated, demand: Demand, redundancy: int, goodput_scale: float = 1.0) -> Evaluated:

@@ -29,14 +29,6 @@ if TYPE_CHECKING:
     from sizing.stack import Stack
 
 
-def default_goodput_scale() -> GoodputScale | None:
-    """The user's measured calibration overlay (llmcap calibrate), when there is one."""
-    from sizing.perf.overlay import load_overlay
-
-    overlay = load_overlay()
-    return overlay.goodput_scale if overlay else None
-
-
 def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | None = None,
                goodput_scale: GoodputScale | None | bool = True, tune_batching: bool = True) -> Plan:
     """Plan a stack: the cheapest feasible deployment, its alternatives and costs.
@@ -65,7 +57,11 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     check_context(model, w)
     problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w))
     demand = problem.demand
-    scale = default_goodput_scale() if goodput_scale is True else (goodput_scale or None)
+    if goodput_scale is True:
+        from sizing.perf.overlay import default_goodput_scale
+
+        goodput_scale = default_goodput_scale()
+    scale = goodput_scale or None
     main = search(problem, strat, scale)
     if not main.feasible:
         raise infeasible_error(cat, model, stack, strat, main,
@@ -102,8 +98,9 @@ def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | No
     if strategy is not None and strategy not in STRATEGIES:
         raise SpecError(f"--strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
     stack = load_stack(stack_file, sets)
-    check_names(stack, catalog)
-    p = plan_stack(stack, load_catalog(catalog), strategy)
+    cat = load_catalog(catalog)
+    check_names(stack, cat)
+    p = plan_stack(stack, cat, strategy)
     p.warnings.extend(w for w in stack.warnings if w not in p.warnings)
     return p
 
@@ -118,8 +115,9 @@ def default_planner(catalog_dir: Path | None = None) -> Callable[[str, str, str]
         from sizing.stack import config_from_text, stack_from_config
 
         stack = stack_from_config(name, config_from_text(text, source), source)
-        check_names(stack, catalog_dir)
-        return plan_stack(stack, load_catalog(catalog_dir), None, goodput_scale=None)
+        cat = load_catalog(catalog_dir)
+        check_names(stack, cat)
+        return plan_stack(stack, cat, None, goodput_scale=None)
 
     return plan_text
 

@@ -26,27 +26,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, fields
-from functools import cached_property
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sizing.catalog.lookup import Catalog
+from sizing.catalog.calibration import CALIBRATION_FILE
 from sizing.catalog.paths import BUNDLED_DIR, CATALOG_FILES
-from sizing.catalog.records import Instance, ModelArch
 from sizing.errors import SpecError
 from sizing.plan import Plan
 from sizing.stack import Stack
-from sizing.user_files import atomic_write_text
+from sizing.user_files import atomic_write_text, read_user_file
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
 
 SAVED_PLAN_VERSION = 1
 SUFFIX = ".plan.json"
 # the stack-file keys whose values determine the plan (the secrets api_key/hf_token do not)
 FINGERPRINT_KEYS = ("aws:region", "llmcap:workload", "llmcap:hardware", "llmcap:deployment",
                     "llmcap:budget_usd_month")
-CALIBRATION_FILE = BUNDLED_DIR / "perf_calibration.json"
 
 
 class StalePlanError(SpecError):
@@ -157,8 +157,10 @@ def _version() -> str:
 def generation_of(catalog: Catalog, overlay_notes: list[str]) -> Generation:
     # the core tables always; any other table the plan read from an override directory too (the
     # bundled ones are the same for every llmcap version and stay out, so a bundled plan is unchanged)
-    names = list(CATALOG_FILES) + sorted(n for n in catalog.overridden if n not in CATALOG_FILES)
+    names = list(CATALOG_FILES) + sorted(n for n in catalog.overridden
+                                         if n not in CATALOG_FILES and n != CALIBRATION_FILE.name)
     cat_files = [FileHash(name=n, sha256=_sha(catalog._path(n)), source=_shown(catalog._path(n))) for n in names]
+    cal = catalog._path(CALIBRATION_FILE.name)  # the override directory's fit, else the bundled one
     overlay = None
     if overlay_notes:
         from sizing.perf.overlay import overlay_path
@@ -167,8 +169,7 @@ def generation_of(catalog: Catalog, overlay_notes: list[str]) -> Generation:
         if p.is_file():
             overlay = FileHash(name=p.name, sha256=_sha(p), source=_shown(p))
     return Generation(llmcap_version=_version(), catalog=cat_files,
-                      calibration=FileHash(name=CALIBRATION_FILE.name, sha256=_sha(CALIBRATION_FILE),
-                                           source="bundled"),
+                      calibration=FileHash(name=cal.name, sha256=_sha(cal), source=_shown(cal)),
                       overlay=overlay, overlay_notes=overlay_notes)
 
 
@@ -215,8 +216,6 @@ def parse_saved_plan(text: str, where: str, stack_file: str) -> SavedPlan:
 
 def read_saved_plan(path: Path, stack_file: str) -> SavedPlan | None:
     """The saved plan at `path`, None when there is none."""
-    from sizing.user_files import read_user_file
-
     if not path.exists():
         return None
     return parse_saved_plan(read_user_file(path, "saved plan"), str(path), stack_file)
@@ -244,39 +243,20 @@ def require_saved_plan(stack_file: str, plan_file: Path, stack: Stack) -> SavedP
     return saved
 
 
-# ---------------------------------------------------------------- the catalog the program sees
-
-
-class PinnedCatalog(Catalog):
-    """The bundled catalog with the saved plan's region offerings and instance specs in place of
-    whatever catalog cache this machine has: what the Pulumi program reads besides the plan."""
-
-    def __init__(self, pinned: Pinned) -> None:
-        super().__init__(directory=None)
-        self.pinned = pinned
-
-    @cached_property
-    def offerings(self) -> dict[tuple[str, str], tuple[str, ...]]:
-        base = {k: v for k, v in Catalog(directory=None).offerings.items() if k[1] != self.pinned.region}
-        base.update({(t, self.pinned.region): tuple(azs) for t, azs in self.pinned.offerings.items()})
-        return base
-
-    @cached_property
-    def instances(self) -> dict[str, Instance]:
-        out = dict(Catalog(directory=None).instances)
-        names = {f.name for f in fields(Instance)}
-        for row in self.pinned.instances:
-            inst = Instance(**{k: v for k, v in row.items() if k in names})
-            out[inst.instance_type] = inst
-        return out
-
-    @cached_property
-    def models(self) -> dict[str, ModelArch]:
-        """Bundled models, and the plan's own as it was read at --write (a config.json or Hub model too)."""
-        out = dict(Catalog(directory=None).models)
-        names = {f.name for f in fields(ModelArch)}
-        for row in self.pinned.models:
-            kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in names}
-            m = ModelArch(**kwargs)
-            out[m.hf_id] = m
-        return out
+def load_plan_file(path: str | Path) -> Plan:
+    """A saved Plan JSON (`llmcap plan --out` / `--format json`, or the `plan` of a saved plan
+    `stacks/Pulumi.<env>.plan.json` from `llmcap plan --write`), or one SpecError per problem."""
+    p = Path(path)
+    text = read_user_file(p, "plan file", "write one with llmcap plan --format json")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and "saved_plan_version" in doc and isinstance(doc.get("plan"), dict):
+        text = json.dumps(doc["plan"])  # a saved plan (llmcap plan --write): the Plan inside it
+    try:
+        return Plan.from_json(text)
+    except ValidationError as e:
+        msg = f"{p}: not a Plan JSON (llmcap plan --format json): {e.error_count()} problem(s)"
+        raise SpecError(msg, [msg] + [f"{p}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+                                      for err in e.errors()[:5]]) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from sizing.report.plan_views import _md_table, money
+from sizing.report.format import md_table, money
 
 if TYPE_CHECKING:
     from sizing.analysis.diff import CostDiff, Side, StackDiff
@@ -188,18 +188,18 @@ def render_details(sd: StackDiff) -> str:
         path = f" (`{sd.renamed_from}` → `{sd.path}`)"
     parts = [f"<details><summary><b>{sd.stack}</b>{path}: {sd.status}, "
              f"{_delta_text(sd.delta_usd_per_month)}</summary>", "",
-             _md_table(["", "before", "after", "Δ"], detail_rows(sd)
+             md_table(["", "before", "after", "Δ"], detail_rows(sd)
                        + ([["plan", plan_source_text(sd.before), plan_source_text(sd.after), ""]]
                           if any(x is not None and x.plan_source for x in (sd.before, sd.after)) else []))]
     lines = line_rows(sd.before.cost_lines if sd.before else [], sd.after.cost_lines if sd.after else [])
     if lines:
-        parts += ["", "**Cost lines ($/month)**", "", _md_table(["line", "quantity", "before", "after", "Δ"], lines)]
+        parts += ["", "**Cost lines ($/month)**", "", md_table(["line", "quantity", "before", "after", "Δ"], lines)]
     if sd.after and sd.after.resources:
         priced = sum(ln.usd_per_month or 0 for ln in sd.after.resources)
         unpriced = sum(1 for ln in sd.after.resources if ln.usd_per_month is None)
         parts += ["", f"**Resources in the Pulumi program ($/month)**: {money(priced)} priced"
                       + (f", {unpriced} not priced" if unpriced else ""), "",
-                  _md_table(["resource", "quantity", "$/month", "source"], resource_rows(sd.after.resources))]
+                  md_table(["resource", "quantity", "$/month", "source"], resource_rows(sd.after.resources))]
     if sd.notes:
         parts += [""] + [f"- ⚠ {n}" for n in sd.notes]
     parts += ["", "</details>"]
@@ -235,7 +235,7 @@ def render_markdown(d: CostDiff, limit: int = GITHUB_COMMENT_LIMIT, gate: list[s
     def assemble(n_rows: int, n_details: int) -> str:
         body: list[str] = []
         if rows:
-            body += [_md_table(SUMMARY_HEADERS, rows[:n_rows]), ""]
+            body += [md_table(SUMMARY_HEADERS, rows[:n_rows]), ""]
         left = (len(rows) - n_rows, len(details) - n_details)
         if left[0] or left[1]:
             body += [f"> ⚠ Truncated to fit GitHub's {GITHUB_COMMENT_LIMIT:,}-character comment limit: "

@@ -9,15 +9,10 @@ from sizing.cost.money import HOURS_PER_MONTH
 from sizing.humanize import num, plural, usd
 from sizing.perf.binding import LABELS
 from sizing.perf.cold_start import cold_start
+from sizing.report.format import md_table, money
 
 if TYPE_CHECKING:
     from sizing.plan import Plan, Pool
-
-
-def money(x: float | None, digits: int = 0) -> str:
-    if x is None:
-        return "not priced"
-    return f"${x:,.{digits}f}"
 
 
 # Below this console width the pool table is laid out vertically (key: value per pool), as gh and
@@ -269,26 +264,17 @@ def render_table(plan: Plan, console: Any) -> None:
         console.print(f"[yellow]warning:[/yellow] {w}")
 
 
-def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|")
-
-    out = ["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
 def render_markdown(plan: Plan) -> str:
     parts = [f"### llmcap plan: `{plan.stack}`", "", headline(plan), "",
-             _md_table(POOL_HEADERS, pool_rows(plan)), ""]
+             md_table(POOL_HEADERS, pool_rows(plan)), ""]
     parts += [f"- binds: {p.name}: {p.per_replica.binds}" for p in plan.pools if p.per_replica.binds]
     parts += [f"- spares: {redundancy_line(p)}" for p in plan.pools]
     parts += [f"- cold start: {cold_start_line(plan, p)}" for p in plan.pools]
-    parts += ["", _md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
+    parts += ["", md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
     if plan.api_comparison:
-        parts += ["", "**Hosted APIs for the same traffic**", "", _md_table(API_HEADERS, api_rows(plan))]
+        parts += ["", "**Hosted APIs for the same traffic**", "", md_table(API_HEADERS, api_rows(plan))]
     if plan.alternatives:
-        parts += ["", "**Best of each strategy and GPU**", "", _md_table(ALT_HEADERS, alt_rows(plan))]
+        parts += ["", "**Best of each strategy and GPU**", "", md_table(ALT_HEADERS, alt_rows(plan))]
     if skipped_line(plan):
         parts += ["", str(skipped_line(plan))]
     parts += [""] + [f"- {line}" for line in price_lines(plan)]

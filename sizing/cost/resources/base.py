@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sizing.catalog.lookup import Catalog
 from sizing.plan import CostLine
+
+if TYPE_CHECKING:
+    from sizing.catalog.lookup import Catalog
 
 
 @dataclass(frozen=True)

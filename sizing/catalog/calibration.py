@@ -1,9 +1,10 @@
-"""Fitted constants of the performance model, and the interconnect figures it needs.
+"""Fitted constants of the performance model (`perf_calibration.json`).
 
-Owns: reading `sizing/data/perf_calibration.json` (written only by `bench/calibrate.py`: each
-constant with its prior, bounds, fitted value, unit and the rows that pin it, plus the fit date,
-the source files and the held-out error) and `sizing/data/interconnects.csv` (PCIe figures per
-GPU, with sources). Must not import pulumi, boto3, numpy or the planner.
+Owns: the constants' priors and bounds (PARAMS) and reading `perf_calibration.json` (written only by
+`bench/calibrate.py`: each constant with its prior, bounds, fitted value, unit and the rows that pin
+it, plus the fit date, the source files and the held-out error). The perf modules get it as
+`Catalog.calibration`, so a `--catalog DIR` holding its own `perf_calibration.json` changes the
+model. Must not import pulumi, boto3, numpy, the perf modules or the planner.
 
 Units: efficiencies are dimensionless fractions of a datasheet peak; overheads in ms per engine
 step, µs per running sequence per step, ms per request; all-reduce latency in µs per ring hop;
@@ -17,19 +18,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sizing.errors import LlmcapError
+from sizing.catalog.paths import BUNDLED_DIR
+from sizing.errors import PerfModelError
 
 if TYPE_CHECKING:
-    from sizing.catalog.lookup import Catalog
+    pass
 
-DATA_DIR = Path(__file__).parent.parent / "data"
-CALIBRATION_FILE = DATA_DIR / "perf_calibration.json"
+CALIBRATION_FILE = BUNDLED_DIR / "perf_calibration.json"
 
 ENGINES = ("tensorrt-llm", "vllm", "sglang", "tgi")
-
-
-class PerfModelError(LlmcapError):
-    """The performance model lacks a figure it needs (e.g. a GPU with no compute figure)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,6 @@ PARAMS: dict[str, ParamSpec] = {
 }
 # Fixed (not fitted) physical constants: a prior only.
 NVLINK_BANDWIDTH_EFFICIENCY = 0.8  # NCCL all-reduce bus bandwidth ≈ 80 % of NVLink per direction
-HBM_MIN_BANDWIDTH_GBS = 1000.0  # every HBM part in gpus.csv is ≥ 1,555 GB/s; every GDDR6 part ≤ 864 GB/s
 
 
 @dataclass(frozen=True)
@@ -186,8 +182,3 @@ def _load_file(path: str | None) -> Calibration:
     from sizing.catalog.schema import load_json
 
     return calibration_from_dict(load_json(p, CALIBRATION_FILE.name))
-
-
-def pcie_bandwidth_gbs(catalog: Catalog) -> dict[str, float]:
-    """GPU name -> PCIe bandwidth per direction, GB/s (the catalog's interconnects.csv)."""
-    return {g: i.pcie_bandwidth_gbs_per_direction for g, i in catalog.interconnects.items()}
