@@ -18,13 +18,13 @@ from pathlib import Path
 from sizing.catalog.lookup import Catalog
 from sizing.perf.load import (
     LoadEstimate,
-    ReplicaConfig,
     WorkloadShape,
     estimate_burst,
     estimate_closed_loop,
     estimate_offline,
     estimate_open_loop,
 )
+from sizing.perf.replica import ReplicaConfig
 
 CALIB_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "calibration"
 DEFAULT_CSV = CALIB_DIR / "perf_points.csv"

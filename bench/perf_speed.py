@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sizing.catalog.lookup import load_catalog  # noqa: E402
 from sizing.perf import load as perf  # noqa: E402
 from sizing.perf.goodput import goodput
-from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_offline, estimate_open_loop
+from sizing.perf.load import WorkloadShape, estimate_closed_loop, estimate_offline, estimate_open_loop
+from sizing.perf.replica import ReplicaConfig
 
 MODELS = ("llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "mixtral-8x7b-instruct", "qwen3-8b")
 GPUS = (("L4", 4), ("A10G", 4), ("L40S", 4), ("A100-80GB", 8), ("H100-SXM", 8))

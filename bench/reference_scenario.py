@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sizing.catalog.lookup import load_catalog  # noqa: E402
 from sizing.perf.goodput import goodput
-from sizing.perf.load import ReplicaConfig, WorkloadShape  # noqa: E402
+from sizing.perf.load import WorkloadShape  # noqa: E402
+from sizing.perf.replica import ReplicaConfig
 
 MODEL = "meta-llama/Meta-Llama-3-8B-Instruct"
 GPUS = ("L4", "A10G", "L40S", "A100-80GB", "H100-SXM")

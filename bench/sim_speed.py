@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sizing.catalog.lookup import load_catalog  # noqa: E402
 from sizing.perf import sim as perf_sim  # noqa: E402
-from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx  # noqa: E402
+from sizing.perf.load import WorkloadShape, _ctx  # noqa: E402
+from sizing.perf.replica import ReplicaConfig
 from sizing.perf.sim import Arrivals, Lengths, simulate  # noqa: E402
 
 CONFIGS = (("llama-3.1-8b-instruct", "L4", "fp8", 1), ("llama-3.1-8b-instruct", "H100-SXM", "fp8", 1),

@@ -13,7 +13,8 @@ from sizing.catalog.lookup import load_catalog
 from sizing.cli import app
 from sizing.perf.binding import LABELS
 from sizing.perf.goodput import goodput
-from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop
+from sizing.perf.load import WorkloadShape, estimate_closed_loop
+from sizing.perf.replica import ReplicaConfig
 from sizing.stack import load_stack
 
 ROOT = Path(__file__).resolve().parents[1]

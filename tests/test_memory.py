@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from sizing.catalog.lookup import load_catalog
 from sizing.cli import app
 from sizing.perf.memory import GIB, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, memory_fit
+from sizing.perf.replica import ReplicaConfig
 
 runner = CliRunner()
 CAT = load_catalog()
@@ -32,7 +33,7 @@ def test_llama70b_kv_and_weights_from_the_cli() -> None:
 
 def test_quantization_shrinks_weights() -> None:
     m = CAT.model("llama-3-8b-instruct")
-    sizes = {p: memory_fit(CAT, m, "L4", p, 1, 1, 1536).weights_gib for p in ("fp16", "fp8", "int4-awq")}
+    sizes = {p: memory_fit(CAT, ReplicaConfig(m, "L4", p), 1536).weights_gib for p in ("fp16", "fp8", "int4-awq")}
     assert sizes["fp16"] > sizes["fp8"] > sizes["int4-awq"]
     # AWQ keeps embeddings and lm_head in 16 bits: ~5.5-6 GiB, not 8e9 × 0.5 bytes
     assert 5.0 < sizes["int4-awq"] < 6.5
@@ -53,15 +54,15 @@ def test_mla_kv_is_latent_sized() -> None:
 
 def test_fp8_kv_halves_cache() -> None:
     m = CAT.model("llama-3.1-8b-instruct")
-    a = memory_fit(CAT, m, "L40S", "bf16", 1, 1, 4096, "auto")
-    b = memory_fit(CAT, m, "L40S", "bf16", 1, 1, 4096, "fp8")
+    a = memory_fit(CAT, ReplicaConfig(m, "L40S", "bf16", kv_cache_dtype="auto"), 4096)
+    b = memory_fit(CAT, ReplicaConfig(m, "L40S", "bf16", kv_cache_dtype="fp8"), 4096)
     assert b.kv_cache_bytes_per_token * 2 == a.kv_cache_bytes_per_token
     assert b.max_concurrent_sequences >= 2 * a.max_concurrent_sequences - 1
 
 
 def test_too_big_does_not_fit() -> None:
     m = CAT.model("llama-3.1-405b-instruct")
-    f = memory_fit(CAT, m, "L4", "bf16", 1, 1, 2048)
+    f = memory_fit(CAT, ReplicaConfig(m, "L4", "bf16"), 2048)
     assert not f.fits and "exceed" in f.reason
 
 
@@ -76,7 +77,7 @@ def test_more_tp_never_raises_memory_per_gpu(model: str, gpu: str, precision: st
     m = CAT.model(model)
     prev_w = prev_total = None
     for tp in (1, 2, 4, 8):
-        f = memory_fit(CAT, m, gpu, precision, tp, 1, ctx)
+        f = memory_fit(CAT, ReplicaConfig(m, gpu, precision, tp), ctx)
         per_gpu = f.weights_gib_per_gpu + f.overhead_gib_per_gpu
         if prev_w is not None:
             assert f.weights_gib_per_gpu <= prev_w + 1e-9

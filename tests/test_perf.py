@@ -13,8 +13,9 @@ from sizing.catalog.calibration import CALIBRATION_FILE, load_calibration
 from sizing.catalog.lookup import load_catalog
 from sizing.errors import PerfModelError
 from sizing.perf.goodput import goodput
-from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_offline, estimate_open_loop
+from sizing.perf.load import WorkloadShape, estimate_closed_loop, estimate_offline, estimate_open_loop
 from sizing.perf.memory import memory_fit
+from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import build_step_model, compute_peak_tflops
 
 CAT = load_catalog()
@@ -76,7 +77,7 @@ def test_more_tp_never_raises_memory_per_gpu(model: str, gpu: str, precision: st
     prev_w = prev_kv = float("inf")
     for tp in (1, 2, 4, 8):
         cfg = ReplicaConfig(model=CAT.model(model), gpu=gpu, precision=precision, tp=tp, pp=pp)
-        fit = memory_fit(CAT, cfg.model, gpu, precision, tp, pp, 2048)
+        fit = memory_fit(CAT, cfg, 2048)
         sm = _step(cfg)
         assert fit.weights_gib_per_gpu <= prev_w + 1e-9 and sm.weight_gib_per_gpu <= prev_w + 1e-9
         assert sm.kv_bytes_per_token_per_gpu <= prev_kv + 1e-9

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from sizing.catalog.calibration import CALIBRATION_FILE, PARAMS, load_calibration
 from sizing.catalog.lookup import load_catalog
 from sizing.perf.goodput import goodput
-from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, estimate_burst, estimate_closed_loop, estimate_offline
+from sizing.perf.load import WorkloadShape, _ctx, estimate_burst, estimate_closed_loop, estimate_offline
+from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import build_step_model, compute_peak_tflops, engine_step_s
 
 CAT = load_catalog()

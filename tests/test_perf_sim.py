@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from sizing.catalog.lookup import load_catalog
-from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, estimate_closed_loop
+from sizing.perf.load import WorkloadShape, _ctx, estimate_closed_loop
+from sizing.perf.replica import ReplicaConfig
 from sizing.perf.sim import Arrivals, Lengths, RequestSlo, _step_time, lognormal_sigma, simulate
 from sizing.perf.step import engine_step_s
 

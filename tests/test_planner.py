@@ -15,8 +15,9 @@ from sizing.catalog.lookup import load_catalog
 from sizing.cli import app
 from sizing.errors import NoFeasiblePlanError
 from sizing.perf.goodput import goodput
-from sizing.perf.load import ReplicaConfig, WorkloadShape
+from sizing.perf.load import WorkloadShape
 from sizing.perf.memory import memory_fit
+from sizing.perf.replica import ReplicaConfig
 from sizing.plan import SCHEMA_VERSION, Plan
 from sizing.planning.candidates import size_replicas
 from sizing.planning.planner import plan_stack
@@ -140,7 +141,8 @@ def _brute_force_cheapest(st_: Stack, gpus: list[str]) -> float:
             for tp in (1, 2, 4, 8):
                 if tp > n or n % tp or m.num_attention_heads % tp:
                     continue
-                if not memory_fit(CAT, m, inst.gpu, prec, tp, 1, w.context_tokens, w.kv_cache_dtype,
+                if not memory_fit(CAT, ReplicaConfig(m, inst.gpu, prec, tp, kv_cache_dtype=w.kv_cache_dtype,
+                                                     engine=w.engine), w.context_tokens,
                                   gpu_memory_gib=inst.gpu_memory_gib_each).fits:
                     continue
                 g = goodput(CAT, ReplicaConfig(m, inst.gpu, prec, tp, 1, w.kv_cache_dtype, w.engine,

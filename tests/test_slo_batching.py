@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from sizing.catalog.lookup import load_catalog
 from sizing.cli import app
 from sizing.perf.goodput import goodput
-from sizing.perf.load import ReplicaConfig, WorkloadShape
+from sizing.perf.load import WorkloadShape
+from sizing.perf.replica import ReplicaConfig
 from sizing.planning.planner import plan_stack
 from sizing.spec import Slo
 from sizing.stack import load_stack

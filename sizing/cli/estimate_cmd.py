@@ -12,6 +12,7 @@ from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.cli.common import TableOrJson, console, emit_json, guarded
 from sizing.errors import NoFeasiblePlanError, SpecError
 from sizing.perf.memory import memory_fit
+from sizing.perf.replica import ReplicaConfig
 
 if TYPE_CHECKING:
     from sizing.perf.query import EstimateQuery
@@ -50,8 +51,9 @@ def _fitting_tp(fig: dict[str, Any], q: EstimateQuery, cat: Catalog) -> int | No
     """The smallest larger tensor parallelism at which the weights fit (the same GPU, precision, context)."""
     m = cat.model(q.model)
     for tp in (2, 4, 8):
-        if tp > q.tp and m.num_attention_heads % tp == 0 and memory_fit(
-                cat, m, fig["gpu"], q.precision, tp, q.pp, fig["context_tokens"], q.kv_cache_dtype, q.engine).fits:
+        cfg = ReplicaConfig(model=m, gpu=fig["gpu"], precision=q.precision, tp=tp, pp=q.pp,
+                            kv_cache_dtype=q.kv_cache_dtype, engine=q.engine)
+        if tp > q.tp and m.num_attention_heads % tp == 0 and memory_fit(cat, cfg, fig["context_tokens"]).fits:
             return tp
     return None
 

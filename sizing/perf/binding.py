@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
+from sizing.perf.load import Goodput, WorkloadShape, estimate_closed_loop, estimate_open_loop
+from sizing.perf.replica import ReplicaConfig
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog

@@ -11,15 +11,8 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sizing.perf.load import (
-    Goodput,
-    LoadEstimate,
-    ReplicaConfig,
-    WorkloadShape,
-    _ctx,
-    estimate_closed_loop,
-    estimate_open_loop,
-)
+from sizing.perf.load import Goodput, LoadEstimate, WorkloadShape, _ctx, estimate_closed_loop, estimate_open_loop
+from sizing.perf.replica import ReplicaConfig
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import CatalogLookupError
 from sizing.perf.memory import GIB, MemoryFit, memory_fit
+from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import StepModel, build_step_model, overlap
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
-    from sizing.catalog.records import ModelArch
     from sizing.spec import WorkloadSpec
 
 P95_Z = 1.645  # standard-normal 95th percentile, for a prompt-length cv from (mean, p95)
@@ -47,29 +47,6 @@ TAIL = 0.05  # the p95's tail mass
 # the tail mass (1 - q). A pooled percentile over all gaps is a step function of that share; the
 # ramp keeps it continuous and monotone for the goodput bisection.
 P95_RAMP_EXPONENT = 6
-
-
-@dataclass(frozen=True)
-class ReplicaConfig:
-    """One model replica: tp × pp GPUs of one type. `interconnect` None derives it from the GPU:
-    NVLink when gpus.csv lists an NVLink bandwidth (A100, H100, H200, B200: p-family), else PCIe
-    (A10G, L4, L40S: g-family). Engine limits None use engines.csv defaults. `cuda_graphs` False is
-    vLLM --enforce-eager / SGLang --disable-cuda-graph; `async_scheduling` is vLLM
-    --async-scheduling (CPU scheduling overlaps the GPU step)."""
-
-    model: ModelArch
-    gpu: str
-    precision: str
-    tp: int = 1
-    pp: int = 1
-    kv_cache_dtype: str = "auto"
-    engine: str = "vllm"
-    interconnect: str | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    gpu_memory_utilization: float | None = None
-    cuda_graphs: bool = True
-    async_scheduling: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,9 +194,7 @@ def _memory(catalog: Catalog, cfg: ReplicaConfig, full_tokens: int) -> tuple[Mem
     if len(_FIT_CACHE) > 8192:
         _FIT_CACHE.clear()
     max_seqs, budget, mem_engine = _engine_limits(catalog, cfg)
-    fit = memory_fit(catalog, cfg.model, cfg.gpu, cfg.precision, cfg.tp, cfg.pp, full_tokens,
-                     cfg.kv_cache_dtype, mem_engine, cfg.gpu_memory_utilization,
-                     max_num_batched_tokens=cfg.max_num_batched_tokens)
+    fit = memory_fit(catalog, replace(cfg, engine=mem_engine), full_tokens)
     _FIT_CACHE[key] = (catalog, fit, max_seqs, budget)
     return fit, max_seqs, budget
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import EngineDefaults, ModelArch, PrecisionFormat
+    from sizing.perf.replica import ReplicaConfig
 
 GIB = 2**30
 # OCP Microscaling (MX) v1.0, MXFP4: an E2M1 element (4 bits) plus one E8M0 scale (8 bits) per 32-element
@@ -147,12 +148,14 @@ class MemoryFit:
         return asdict(self)
 
 
-def memory_fit(catalog: Catalog, model: ModelArch, gpu: str, precision: str, tp: int, pp: int,
-               context_tokens: int, kv_cache_dtype: str = "auto", engine: str = "vllm",
-               gpu_memory_utilization: float | None = None, gpu_memory_gib: float | None = None,
-               max_num_batched_tokens: int | None = None) -> MemoryFit:
-    """Does the model fit a tp × pp replica of `gpu`, and how many sequences of
-    `context_tokens` can its KV cache hold at once?"""
+def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
+               gpu_memory_gib: float | None = None) -> MemoryFit:
+    """Does the model fit a tp × pp replica of `cfg.gpu`, and how many sequences of `context_tokens`
+    can its KV cache hold at once? `gpu_memory_gib`: the GPU memory per GPU when an instance's
+    differs from the GPU's datasheet (GiB); the engine's limits None take engines.csv's defaults."""
+    model, gpu, precision, tp, pp = cfg.model, cfg.gpu, cfg.precision, cfg.tp, cfg.pp
+    kv_cache_dtype, engine, max_num_batched_tokens = cfg.kv_cache_dtype, cfg.engine, cfg.max_num_batched_tokens
+    gpu_memory_utilization = cfg.gpu_memory_utilization
     fmt = catalog.precision(precision)
     eng = catalog.engine(engine)
     util = gpu_memory_utilization or eng.default_gpu_memory_utilization

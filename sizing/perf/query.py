@@ -22,15 +22,9 @@ from sizing.catalog.lookup import Catalog
 from sizing.errors import LlmcapError, SpecError
 from sizing.perf.binding import binding
 from sizing.perf.goodput import goodput
-from sizing.perf.load import (
-    LoadEstimate,
-    ReplicaConfig,
-    WorkloadShape,
-    estimate_closed_loop,
-    estimate_offline,
-    estimate_open_loop,
-)
+from sizing.perf.load import LoadEstimate, WorkloadShape, estimate_closed_loop, estimate_offline, estimate_open_loop
 from sizing.perf.memory import GIB, memory_fit
+from sizing.perf.replica import ReplicaConfig
 from sizing.spec import PRECISIONS
 
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
@@ -217,8 +211,9 @@ def memory_figures(cat: Catalog, q: EstimateQuery) -> dict[str, Any]:
         ok = ", ".join(str(t) for t in (1, 2, 4, 8) if m.num_attention_heads % t == 0)
         raise SpecError(f"{q.where('tp')}: {m.num_attention_heads} attention heads of {m.hf_id} do not split over "
                         f"{q.tp} GPUs; use one of {ok}")
-    fit = memory_fit(cat, m, g.name, q.precision, q.tp, q.pp, q.prompt_tokens + q.output_tokens, q.kv_cache_dtype,
-                     q.engine)
+    fit = memory_fit(cat, ReplicaConfig(model=m, gpu=g.name, precision=q.precision, tp=q.tp, pp=q.pp,
+                                        kv_cache_dtype=q.kv_cache_dtype, engine=q.engine),
+                     q.prompt_tokens + q.output_tokens)
     return {
         "model": m.hf_id, "gpu": g.name, "tp": q.tp, "pp": q.pp, "precision": q.precision,
         "kv_cache_dtype": q.kv_cache_dtype, "engine": q.engine,

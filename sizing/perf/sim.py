@@ -46,8 +46,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
-from sizing.perf.load import ReplicaConfig, WorkloadShape, _ctx, _engine_limits
+from sizing.perf.load import WorkloadShape, _ctx, _engine_limits
 from sizing.perf.memory import GIB
+from sizing.perf.replica import ReplicaConfig
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog

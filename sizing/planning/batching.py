@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from sizing.perf.binding import LABELS
 from sizing.perf.goodput import goodput
-from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape, _engine_limits, estimate_closed_loop
+from sizing.perf.load import Goodput, WorkloadShape, _engine_limits, estimate_closed_loop
+from sizing.perf.replica import ReplicaConfig
 from sizing.planning.candidates import Evaluated, resize, strategy_of
 
 if TYPE_CHECKING:

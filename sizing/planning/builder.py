@@ -18,8 +18,9 @@ from sizing.errors import NoFeasiblePlanError
 from sizing.perf.binding import binding
 from sizing.perf.checkpoint import checkpoint_facts, checkpoint_size
 from sizing.perf.cold_start import cold_start
-from sizing.perf.load import ReplicaConfig, WorkloadShape, estimate_closed_loop, estimate_open_loop
+from sizing.perf.load import WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.perf.memory import GIB
+from sizing.perf.replica import ReplicaConfig
 from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
 from sizing.planning.candidates import Evaluated, instances_for, strategy_of

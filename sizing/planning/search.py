@@ -4,12 +4,13 @@ ranked by cost (USD per hour for the whole fleet, then GPUs, then goodput), the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sizing.perf.goodput import goodput
-from sizing.perf.load import Goodput, ReplicaConfig, WorkloadShape
+from sizing.perf.load import Goodput, WorkloadShape
 from sizing.perf.memory import memory_fit
+from sizing.perf.replica import ReplicaConfig
 from sizing.plan import Rejection
 from sizing.planning.candidates import (
     Candidate,
@@ -84,18 +85,15 @@ def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: lis
     if price is None:
         reject("no-price", f"no {purchase} price for {inst.instance_type} in {region} in the catalog")
         return None
-    fit = memory_fit(cat, model, inst.gpu, cand.precision, cand.tp, cand.pp, w.context_tokens, w.kv_cache_dtype,
-                     w.engine, gpu_memory_gib=inst.gpu_memory_gib_each)
+    cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
+                        kv_cache_dtype=w.kv_cache_dtype, engine=w.engine, interconnect=inst.gpu_interconnect)
+    fit = memory_fit(cat, cfg, w.context_tokens, gpu_memory_gib=inst.gpu_memory_gib_each)
     if not fit.fits:
         reject("does-not-fit", fit.reason)
         return None
-    if cand.pp > 1:
-        single = memory_fit(cat, model, inst.gpu, cand.precision, cand.tp, cand.pp - 1, w.context_tokens,
-                            w.kv_cache_dtype, w.engine, gpu_memory_gib=inst.gpu_memory_gib_each)
-        if single.fits:
-            return None  # fewer nodes already fit; more stages only add latency and cost
-    cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
-                        kv_cache_dtype=w.kv_cache_dtype, engine=w.engine, interconnect=inst.gpu_interconnect)
+    if cand.pp > 1 and memory_fit(cat, replace(cfg, pp=cand.pp - 1), w.context_tokens,
+                                  gpu_memory_gib=inst.gpu_memory_gib_each).fits:
+        return None  # fewer nodes already fit; more stages only add latency and cost
     shape = WorkloadShape.from_spec(w)
     gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode, targets=w.slo.targets())
     if not gp.feasible:

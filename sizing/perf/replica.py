@@ -1,0 +1,34 @@
+"""One model replica's configuration (model, GPU, precision, parallelism, engine and its flags): what
+memory_fit, the step model and the load model are asked about. No units beyond counts; the engine
+limits (max_num_seqs, max_num_batched_tokens) are per replica."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sizing.catalog.records import ModelArch
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    """One model replica: tp × pp GPUs of one type. `interconnect` None derives it from the GPU:
+    NVLink when gpus.csv lists an NVLink bandwidth (A100, H100, H200, B200: p-family), else PCIe
+    (A10G, L4, L40S: g-family). Engine limits None use engines.csv defaults. `cuda_graphs` False is
+    vLLM --enforce-eager / SGLang --disable-cuda-graph; `async_scheduling` is vLLM
+    --async-scheduling (CPU scheduling overlaps the GPU step)."""
+
+    model: ModelArch
+    gpu: str
+    precision: str
+    tp: int = 1
+    pp: int = 1
+    kv_cache_dtype: str = "auto"
+    engine: str = "vllm"
+    interconnect: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
+    cuda_graphs: bool = True
+    async_scheduling: bool = False
