@@ -34,10 +34,6 @@ def queue_threshold(plan: Plan, pool: Pool) -> int:
     return max(a.minimum_threshold, q)
 
 
-def scaled_object(plan: Plan, pool: Pool, namespace: str) -> dict[str, Any]:
-    return pool_scaled_object(pool, namespace, queue_threshold(plan, pool))
-
-
 def pool_scaled_object(pool: Pool, namespace: str, threshold: int) -> dict[str, Any]:
     """The pool's ScaledObject; `threshold`: waiting requests per replica that trigger a scale-up
     (queue_threshold)."""

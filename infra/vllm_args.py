@@ -70,10 +70,6 @@ def serve_args(pool: Pool, source: ModelSource, port: int, multi_node: MultiNode
     return args
 
 
-def emitted_flags(args: list[str]) -> list[str]:
-    return [a for a in args if a.startswith("--")]
-
-
 def check_args(args: list[str]) -> None:
     """Raise VllmArgsError for a flag or an enumerated value the pinned version rejects."""
     allow = settings.vllm_flags()

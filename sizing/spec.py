@@ -6,9 +6,8 @@ Units are in the field names: tokens, ms, requests/s. Every default lives here, 
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -23,8 +22,6 @@ Engine = Literal["vllm", "sglang", "tensorrt-llm"]
 # the S3 user guide's "General purpose bucket naming rules" (3-63 lowercase letters, digits, dots, hyphens)
 HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
-
-PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
@@ -264,7 +261,3 @@ class HardwareSpec(_Strict):
         if v is not None and not v:
             raise ValueError("list at least one, or leave the key out to allow all")
         return v
-
-
-def finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))

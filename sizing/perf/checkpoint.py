@@ -70,11 +70,6 @@ def model_size_line(model: ModelArch, precision: str, catalog: Catalog) -> str:
 CHECKPOINTS_FILE = "checkpoints.csv"
 
 
-def load_checkpoint_facts(cat: Catalog) -> dict[str, CheckpointFacts]:
-    """checkpoints.csv of `cat` (the Catalog table, checked against sizing/data/schema.yaml)."""
-    return cat.checkpoints
-
-
 def checkpoint_facts(cat: Catalog, hf_id: str) -> CheckpointFacts:
     return cat.checkpoints.get(hf_id) or CheckpointFacts(hf_id, None, None, "not in checkpoints.csv")
 

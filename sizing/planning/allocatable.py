@@ -31,7 +31,6 @@ __all__ = ["DaemonSetRequest", "NodeAllocatable", "allocatable_terms", "daemonse
            "kube_reserved_cpu_millicores", "kube_reserved_memory_mib", "max_pods", "node_allocatable",
            "per_replica_requests"]
 
-ALLOCATABLE_FILE = "node_allocatable.csv"
 DAEMONSETS_FILE = "node_daemonsets.csv"
 TERMS = ("kube_reserved_memory_mib_per_pod", "kube_reserved_memory_mib_base", "kube_reserved_cpu_first_core",
          "kube_reserved_cpu_second_core", "kube_reserved_cpu_cores_3_4", "kube_reserved_cpu_above_4",

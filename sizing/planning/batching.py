@@ -80,12 +80,6 @@ def _cfg(model: ModelArch, ev: Evaluated, w: WorkloadSpec, budget: int | None = 
                          max_num_batched_tokens=budget)
 
 
-def tuned_config(model: ModelArch, ev: Evaluated, w: WorkloadSpec) -> ReplicaConfig:
-    """The replica config with the candidate's tuned flags (engine defaults when not tuned)."""
-    t = ev.tuning
-    return _cfg(model, ev, w, t.max_num_batched_tokens if t else None, t.max_num_seqs if t else None)
-
-
 def _grid(cat: Catalog, model: ModelArch, ev: Evaluated, w: WorkloadSpec, mode: str) -> tuple[int, int, Goodput]:
     """(budget, max_num_seqs, analytic goodput) of the best point; the default wins unless beaten by
     MIN_GAIN. Coarse to fine: every other budget first (COARSE), then the neighbours of the best;

@@ -35,10 +35,6 @@ class Candidate:
     pp: int  # pipeline stages; > 1 only across nodes (one stage per node)
 
     @property
-    def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
-
-    @property
     def nodes_per_replica(self) -> int:
         return self.pp
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sizing.planning.candidates import Evaluated, instances_for
+from sizing.planning.candidates import Evaluated
 
 TOP_K = 8
 # Steps of the minority pool scanned per pair before the search gives up on exactness (and says so):
@@ -66,11 +66,6 @@ def _replicas(ev: Evaluated, instances: int) -> int:
 
 def _instances_for(ev: Evaluated, replicas: int) -> int:
     return replicas * ev.cand.pp if ev.cand.pp > 1 else math.ceil(replicas / ev.cand.replicas_per_instance)
-
-
-def pool_instances(parts: list[tuple[Evaluated, int]], redundancy: int) -> list[int]:
-    """Instances of each (candidate, replicas) pool, packed as the Plan builds them."""
-    return [instances_for(ev.cand, replicas) for ev, replicas in parts]
 
 
 def _cost_per_share(ev: Evaluated) -> float:
