@@ -8,7 +8,6 @@ import math
 from typing import Any
 
 from infra.k8s_common import meta
-from infra.names import GPU_TAINT_KEY, ROLE_LABEL
 
 
 def namespace_object(name: str) -> dict[str, Any]:
@@ -26,24 +25,6 @@ def secret_object(name: str, namespace: str, key: str, value: Any) -> dict[str, 
     """An Opaque Secret with one key; `value` may be a pulumi Output (kept opaque here)."""
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta(name, namespace),
             "stringData": {key: value}}
-
-
-def daemonset_resources(name: str) -> dict[str, Any]:
-    """Requests of a DaemonSet llmcap deploys on GPU nodes, from sizing/data/node_daemonsets.csv (the
-    same rows the node-allocatable model subtracts)."""
-    from sizing.planning.allocatable import daemonset_request
-
-    d = daemonset_request(name)
-    return {"requests": {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}}
-
-
-def device_plugin_values() -> dict[str, Any]:
-    # the chart's default affinity wants NFD/GFD labels, which EKS GPU nodes do not carry; our
-    # node groups label GPU nodes with llmcap.io/role=gpu
-    return {"resources": daemonset_resources("nvidia-device-plugin"),
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["gpu"]}]}]}}},
-        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
 
 
 def minutes(seconds: float) -> str:

@@ -6,12 +6,13 @@ No pulumi import."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import settings
-from infra.k8s_common import meta, serving_labels, serving_name
-from infra.observability import POOL_METRIC_LABEL, PROMETHEUS_URL
-from sizing.plan import Plan, Pool
+from infra.k8s_common import POOL_METRIC_LABEL, PROMETHEUS_URL, meta, serving_labels, serving_name
+
+if TYPE_CHECKING:
+    from sizing.plan import Plan, Pool
 
 KEDA_API_VERSION = "keda.sh/v1alpha1"
 WAITING = 'vllm:num_requests_waiting|vllm_num_requests_waiting'

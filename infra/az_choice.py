@@ -13,9 +13,12 @@ from __future__ import annotations
 import csv
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sizing.errors import SpecError
-from sizing.plan import Plan
+
+if TYPE_CHECKING:
+    from sizing.plan import Plan
 
 DISALLOWED_FILE = Path(__file__).parent / "data" / "eks_disallowed_az_ids.csv"
 MAX_SUBNET_AZS = 7  # carve_cidrs gives each AZ an eighth of the VPC and keeps the last for public subnets

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
@@ -21,8 +22,10 @@ from infra.names import (
     ROLE_LABEL,
 )
 from infra.nodegroups import node_launch_template
-from infra.platform import Platform
-from sizing.plan import SystemNodePlan
+
+if TYPE_CHECKING:
+    from infra.platform import Platform
+    from sizing.plan import SystemNodePlan
 
 # least privilege: the control plane needs only the cluster policy; nodes only join and pull images;
 # the VPC CNI gets its ENI permissions through pod identity instead of the node role

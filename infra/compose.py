@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -28,7 +28,9 @@ from infra import settings
 from infra.k8s_common import RUN_AS_UID
 from infra.serving import startup_budget_s
 from infra.vllm_args import ModelSource, check_args, serve_args
-from sizing.plan import Plan, Pool
+
+if TYPE_CHECKING:
+    from sizing.plan import Plan, Pool
 
 ENV_FILE = ".env"
 PORT = settings.policy().vllm_port  # the port vLLM serves on, as on EKS

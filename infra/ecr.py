@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
@@ -15,7 +16,9 @@ from infra import settings
 from infra.iam import partition
 from infra.names import COMPONENT_PREFIX
 from infra.registry import cache_host, prefix
-from sizing.deployment import DeploymentOptions
+
+if TYPE_CHECKING:
+    from sizing.deployment import DeploymentOptions
 
 CACHE_FILL_ACTIONS = ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"]
 

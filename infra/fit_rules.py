@@ -17,19 +17,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.az_choice import EKS_MIN_CLUSTER_AZS, choose_az_ids, cluster_az_ids, disallowed_source, eks_disallowed_az_ids
 from infra.fit import FitContext, FitProblem, fit_row, fit_rule
+from infra.k8s_common import cache_size_limit
 from infra.names import NAMESPACE, SERVING_SERVICE_ACCOUNT, served_checkpoints, weights_prefix
-from infra.platform import load_platform, model_cache_gib
+from infra.platform import load_platform
 from infra.serving import ServingContext, disruption_budget, gpus_per_pod, workload
-from infra.weights import MODEL_DIR, WeightsLocation, cache_size_limit, loading_mode
+from infra.serving_context import serving_context
+from infra.weights import MODEL_DIR, WeightsLocation
 from sizing.catalog.platform import number
 from sizing.errors import SpecError
-from sizing.plan import Pool
 from sizing.planning.allocatable import NodeAllocatable, node_allocatable
 from sizing.planning.node_storage import ephemeral_on_nvme, nvme_gib, usable_ephemeral_gib
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 SRC_NODEADM = ("awslabs/amazon-eks-ami nodeadm kubelet config + EKS managed node groups "
                "(sizing/data/node_allocatable.csv)")
@@ -58,9 +62,9 @@ class PoolView:
 
 def _ctx(fit: FitContext, pool: Pool) -> ServingContext:
     d = fit.stack.deployment
-    return ServingContext(NAMESPACE, SERVING_SERVICE_ACCOUNT, fit.plan.region,
-                          WeightsLocation(BUCKET_PLACEHOLDER, weights_prefix(pool.vllm.model)), load_platform(d),
-                          d.model_cache_on_instance_store)
+    return serving_context(pool, NAMESPACE, SERVING_SERVICE_ACCOUNT, fit.plan.region,
+                           WeightsLocation(BUCKET_PLACEHOLDER, weights_prefix(pool.vllm.model)),
+                           d.model_cache_on_instance_store)
 
 
 def pool_views(fit: FitContext) -> list[PoolView]:
@@ -83,8 +87,9 @@ def pool_views(fit: FitContext) -> list[PoolView]:
             raise ValueError(f"pool {pool.name}: instance type {pool.instance_type} is not in the catalog")
         views.append(PoolView(
             pool=pool, node=node_allocatable(fit.catalog, inst),
-            mode=loading_mode(pool, ctx.platform, ctx.instance_store),
-            on_nvme=ephemeral_on_nvme(pool.local_nvme_gb, ctx.instance_store), workload=w, pods=pods,
+            mode=ctx.weights_mode,
+            on_nvme=ephemeral_on_nvme(pool.local_nvme_gb, fit.stack.deployment.model_cache_on_instance_store),
+            workload=w, pods=pods,
             pods_per_node=pool.replicas_per_instance if pool.nodes_per_replica == 1 else 1,
             hosts_copy_job=hosts[pool.vllm.model] == pool.name))
     fit.extra["_pool_views"] = views
@@ -228,7 +233,7 @@ def storage_below_checkpoint(fit: FitContext) -> Iterator[FitProblem]:
     image = number("vllm_image_gib")
     for v in pool_views(fit):
         p = v.pool
-        limit = math.ceil(model_cache_gib(p, load_platform(fit.stack.deployment)))
+        limit = math.ceil(p.model_cache_gib_per_node)
         where, usable = _ephemeral_gib(v)
         if limit < p.checkpoint_gib:
             yield FitProblem("storage-below-checkpoint", p.name,
@@ -370,7 +375,6 @@ def _rows(fit: FitContext) -> dict[str, dict[str, object]]:
     got = _subnet_azs(fit)
     subnet_azs, offered = got if isinstance(got, tuple) else ([], {})
     cluster = cluster_az_ids(fit.plan.region, subnet_azs) if subnet_azs else []
-    platform = load_platform(fit.stack.deployment)
     for v in pool_views(fit):
         p = v.pool
         cpu, mem = max(effective_requests(pod) for _, pod in v.pods)
@@ -383,7 +387,7 @@ def _rows(fit: FitContext) -> dict[str, dict[str, object]]:
             "CPU req/alloc (m)": f"{cpu * k:,}/{v.node.for_pods_cpu_millicores:,}",
             "mem req/alloc (Mi)": f"{mem * k:,}/{v.node.for_pods_memory_mib:,}",
             "GPUs req/node": f"{gpus_per_pod(p) * k}/{p.gpus_per_instance}",
-            "cache/ckpt (GiB)": f"{cache_size_limit(p, platform)[:-2]}/{p.checkpoint_gib:.1f}",
+            "cache/ckpt (GiB)": f"{cache_size_limit(p)[:-2]}/{p.checkpoint_gib:.1f}",
             "disk (GiB)": f"{where} {usable:,.0f}",
             "load": v.mode,
             "pods plan/runnable": f"{p.replicas * p.nodes_per_replica}/{_runnable_pods(p)}",

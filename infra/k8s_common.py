@@ -3,10 +3,15 @@ Plain dicts in the camelCase form the API server takes; no pulumi import."""
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from infra import settings
 from infra.names import POOL_LABEL
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 APP_LABEL = "app.kubernetes.io/name"
 COMPONENT_LABEL = "app.kubernetes.io/component"
@@ -19,6 +24,17 @@ HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_SECRET_KEY = "token"
 # above 10000: no clash with a UID the node or a base image defines (checkov CKV_K8S_40)
 RUN_AS_UID = 10001
+
+# where the metrics live: the kube-prometheus-stack release's namespace, and the Service the Prometheus
+# Operator creates for every Prometheus it runs (read by the dashboards, KEDA's trigger, the policies)
+MONITORING_NAMESPACE = settings.chart("kube_prometheus_stack").namespace
+PROMETHEUS_URL = f"http://prometheus-operated.{MONITORING_NAMESPACE}.svc:9090"
+POOL_METRIC_LABEL = "pool"  # the scrape relabelling's pool label on every vLLM series
+
+
+def cache_size_limit(pool: Pool) -> str:
+    """The model-cache emptyDir's size limit of a pool's node: one whole checkpoint copy as the plan sized it."""
+    return f"{math.ceil(pool.model_cache_gib_per_node)}Gi"
 
 
 def dns_name(text: str, limit: int = 63) -> str:

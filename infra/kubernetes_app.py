@@ -11,26 +11,68 @@ created here; the components' children carry aliases to the URNs they had as the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from infra import autoscaling, netpol, settings
-from infra.app_objects import device_plugin_values, namespace_object, secret_object, service_account_object
+from infra.app_objects import namespace_object, secret_object, service_account_object
 from infra.components import apply
 from infra.components.observability import Observability, ObservabilityArgs
 from infra.components.pool import ServingPool, ServingPoolArgs
 from infra.components.router import Router, RouterArgs
 from infra.components.weights_job import WeightsJob, WeightsJobArgs
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY
-from infra.names import COMPONENT_PREFIX, WEIGHTS_LOADER_SERVICE_ACCOUNT, copy_job_name, served_checkpoints
-from infra.platform import load_platform
+from infra.names import (
+    COMPONENT_PREFIX,
+    GPU_TAINT_KEY,
+    ROLE_LABEL,
+    WEIGHTS_LOADER_SERVICE_ACCOUNT,
+    copy_job_name,
+    served_checkpoints,
+)
 from infra.registry import ImageRefs
-from sizing.deployment import DeploymentOptions
-from sizing.plan import Plan
+from sizing.perf.cold_start import before_engine_s
+from sizing.planning.allocatable import daemonset_request
+from sizing.planning.node_storage import loading_mode
+from sizing.planning.system_nodes import system_pods
 
-__all__ = ["KubernetesApp", "KubernetesAppArgs", "device_plugin_values"]
+if TYPE_CHECKING:
+    from sizing.deployment import DeploymentOptions
+    from sizing.plan import Plan
+
+__all__ = ["KubernetesApp", "KubernetesAppArgs", "device_plugin_values", "prometheus_requests"]
+
+
+# ---------------------------------------------------------------- figures the components read, from sizing/data
+# (resolved here once, so the manifest builders below stay free of sizing's tables)
+
+def prometheus_requests(plan: Plan | None, system_nodes: int) -> dict[str, str]:
+    """Prometheus's requests as the system node group was sized for them (sizing/data/system_pods.csv):
+    a base plus a share per scraped node (GPU nodes at the pools' max and the system nodes)."""
+    pods = system_pods()
+    nodes = (sum(p.instances_max for p in plan.pools) if plan else 0) + system_nodes
+    base, per = pods["prometheus"], pods["prometheus_per_node"]
+    return {"cpu": f"{base.cpu_m + per.cpu_m * nodes}m", "memory": f"{base.memory_mib + per.memory_mib * nodes}Mi"}
+
+
+
+def daemonset_resources(name: str) -> dict[str, Any]:
+    """Requests of a DaemonSet llmcap deploys on GPU nodes, from sizing/data/node_daemonsets.csv (the
+    same rows the node-allocatable model subtracts)."""
+    d = daemonset_request(name)
+    return {"requests": {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}}
+
+
+
+def device_plugin_values() -> dict[str, Any]:
+    # the chart's default affinity wants NFD/GFD labels, which EKS GPU nodes do not carry; our
+    # node groups label GPU nodes with llmcap.io/role=gpu
+    return {"resources": daemonset_resources("nvidia-device-plugin"),
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["gpu"]}]}]}}},
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
 
 
 @dataclass
@@ -60,7 +102,6 @@ class KubernetesApp(pulumi.ComponentResource):
         super().__init__(COMPONENT_PREFIX + "KubernetesApp", name, None, opts)
         plan, ns, d = args.plan, args.namespace, args.deployment
         child = pulumi.ResourceOptions(parent=self)
-        platform = load_platform(d)
 
         addons = self._addons(plan, child)
         ns_res = apply.create(namespace_object(ns), child)
@@ -80,7 +121,9 @@ class KubernetesApp(pulumi.ComponentResource):
                   if args.registry_host is not None else pulumi.Output.from_input(ImageRefs.upstream()))
         part = pulumi.ResourceOptions(parent=self)
         observability = Observability(f"{name}-observability", ObservabilityArgs(
-            plan=plan, namespace=ns, namespace_ready=[ns_res], system_nodes=args.system_nodes), part)
+            plan=plan, namespace=ns, namespace_ready=[ns_res],
+            prometheus_requests=prometheus_requests(plan, args.system_nodes),
+            node_exporter=daemonset_resources("prometheus-node-exporter")), part)
 
         # one copy Job per checkpoint the pools serve, on a node of the first pool serving it
         checkpoints = served_checkpoints(plan.pools)
@@ -90,14 +133,15 @@ class KubernetesApp(pulumi.ComponentResource):
             jobs[ckpt] = WeightsJob(f"{name}-{job_name}", WeightsJobArgs(
                 namespace=ns, checkpoint=ckpt, job_name=job_name,
                 host=next(p for p in plan.pools if p.vllm.model == ckpt), region=args.region,
-                platform=platform, weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[ckpt],
+                weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[ckpt],
                 images=images, with_hf_token=args.hf_token is not None,
                 after=[*secrets, *accounts, addons["device"]]), part).job
 
         for pool in plan.pools:
+            mode = loading_mode(pool, d.model_cache_on_instance_store)
             ServingPool(f"{name}-{pool.name}", ServingPoolArgs(
                 pool=pool, namespace=ns, service_account_name=args.service_account_name, region=args.region,
-                platform=platform, instance_store=d.model_cache_on_instance_store,
+                weights_mode=mode, before_engine_s=before_engine_s(pool, mode),
                 weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[pool.vllm.model],
                 images=images, queue_threshold=autoscaling.queue_threshold(plan, pool),
                 weights_job=jobs[pool.vllm.model], device_plugin=addons["device"], namespace_ready=[ns_res],

@@ -14,21 +14,23 @@ ENIs live in its subnets); with a VPC you bring, HTTPS to anywhere. Constants: i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import router, settings
 from infra.k8s_common import (
     APP_LABEL,
     COMPONENT_LABEL,
     ENDPOINT_LABEL,
+    MONITORING_NAMESPACE,
     PART_OF_LABEL,
     dns_name,
     meta,
     serving_labels,
 )
 from infra.names import POOL_LABEL
-from infra.observability import MONITORING_NAMESPACE
-from sizing.plan import Plan
+
+if TYPE_CHECKING:
+    from sizing.plan import Plan
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 WEIGHTS_JOB_LABELS = {APP_LABEL: "weights-copy"}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
@@ -21,8 +22,10 @@ import yaml
 
 from infra.addons_iam import AUTOSCALER_ENABLED_TAG, autoscaler_owner_tag
 from infra.names import COMPONENT_PREFIX, GPU_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, ROLE_LABEL
-from infra.platform import Platform, root_volume_gib
-from sizing.plan import Plan, Pool
+
+if TYPE_CHECKING:
+    from infra.platform import Platform
+    from sizing.plan import Plan, Pool
 
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 MIME_BOUNDARY = "LLMCAP-NODECONFIG"
@@ -73,7 +76,7 @@ class GpuPoolArgs:
     @staticmethod
     def from_pool(pool: Pool, subnet_ids: pulumi.Input[list[str]], platform: Platform,
                   model_cache_on_instance_store: bool) -> GpuPoolArgs:
-        return GpuPoolArgs(pool=pool, subnet_ids=subnet_ids, root_volume_gib=root_volume_gib(pool, platform),
+        return GpuPoolArgs(pool=pool, subnet_ids=subnet_ids, root_volume_gib=pool.root_volume_gib,
                            use_instance_store=model_cache_on_instance_store and pool.local_nvme_gb > 0)
 
 

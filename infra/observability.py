@@ -7,16 +7,14 @@ names. No pulumi import."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import settings
-from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, PART_OF_LABEL, meta
-from sizing.plan import Plan, Pool
+from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, PART_OF_LABEL, POOL_METRIC_LABEL, meta
 
-MONITORING_NAMESPACE = settings.chart("kube_prometheus_stack").namespace
-# the Prometheus Operator creates this Service for every Prometheus it runs
-PROMETHEUS_URL = f"http://prometheus-operated.{MONITORING_NAMESPACE}.svc:9090"
-POOL_METRIC_LABEL = "pool"
+if TYPE_CHECKING:
+    from sizing.plan import Plan, Pool
+
 DASHBOARD_LABEL = "grafana_dashboard"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 
@@ -29,21 +27,13 @@ KV_USAGE = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
 GEN_TOKENS = "vllm:generation_tokens_total|vllm_generation_tokens_total"
 
 
-def prometheus_requests(plan: Plan | None, system_nodes: int) -> dict[str, str]:
-    """Prometheus's requests as the system node group was sized for them (sizing/data/system_pods.csv):
-    a base plus a share per scraped node (GPU nodes at the pools' max and the system nodes)."""
-    from sizing.planning.system_nodes import system_pods
-
-    pods = system_pods()
-    nodes = (sum(p.instances_max for p in plan.pools) if plan else 0) + system_nodes
-    base, per = pods["prometheus"], pods["prometheus_per_node"]
-    return {"cpu": f"{base.cpu_m + per.cpu_m * nodes}m", "memory": f"{base.memory_mib + per.memory_mib * nodes}Mi"}
-
-
-def kube_prometheus_values(plan: Plan | None = None, system_nodes: int = 0) -> dict[str, Any]:
+def kube_prometheus_values(prometheus_requests: dict[str, str], node_exporter: dict[str, Any]) -> dict[str, Any]:
+    """The kube-prometheus-stack values: Prometheus with the requests the system node group was sized for,
+    node-exporter with the requests the node-allocatable model subtracts (both resolved by
+    infra/kubernetes_app.py from sizing/data)."""
     return {
         "prometheus": {"prometheusSpec": {
-            "resources": {"requests": prometheus_requests(plan, system_nodes)},
+            "resources": {"requests": prometheus_requests},
             # pick up PodMonitors/ServiceMonitors from every namespace, not only the chart's own
             "podMonitorSelectorNilUsesHelmValues": False,
             "serviceMonitorSelectorNilUsesHelmValues": False,
@@ -59,15 +49,8 @@ def kube_prometheus_values(plan: Plan | None = None, system_nodes: int = 0) -> d
         },
         # node-exporter runs on every node, GPU nodes included: its requests are the ones the
         # node-allocatable model subtracts (sizing/data/node_daemonsets.csv)
-        "prometheus-node-exporter": {"resources": _node_exporter_resources()},
+        "prometheus-node-exporter": {"resources": node_exporter},
     }
-
-
-def _node_exporter_resources() -> dict[str, Any]:
-    from sizing.planning.allocatable import daemonset_request
-
-    d = daemonset_request("prometheus-node-exporter")
-    return {"requests": {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}}
 
 
 def pod_monitor(namespace: str) -> dict[str, Any]:

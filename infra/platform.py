@@ -7,13 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from sizing.catalog.platform import number, setting
 from sizing.deployment import DeploymentOptions
-from sizing.plan import Pool
+
+if TYPE_CHECKING:
+    pass
 
 DATA_FILE = Path(__file__).parent / "data" / "platform.yaml"
 
@@ -72,12 +74,3 @@ def load_platform(deployment: DeploymentOptions | None = None) -> Platform:
         vllm_image_gib=number("vllm_image_gib"), root_volume_margin_gib=number("root_volume_margin_gib"),
     )
 
-
-def model_cache_gib(pool: Pool, platform: Platform) -> float:
-    """Disk for one model copy on a node (GiB), as the plan sized it (sizing owns the math)."""
-    return pool.model_cache_gib_per_node
-
-
-def root_volume_gib(pool: Pool, platform: Platform) -> int:
-    """Root EBS volume of a GPU node (GiB), as the plan sized it: image + model cache + margin."""
-    return pool.root_volume_gib

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 
@@ -29,9 +29,12 @@ from infra.nodegroups import GpuNodeGroups, GpuNodeGroupsArgs
 from infra.platform import load_platform
 from infra.registry import upstreams_needed
 from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
-from sizing.catalog.lookup import Catalog
-from sizing.plan import Plan
-from sizing.stack import Stack
+
+if TYPE_CHECKING:
+    from infra.render import RenderResult
+    from sizing.catalog.lookup import Catalog
+    from sizing.plan import Plan
+    from sizing.stack import Stack
 
 
 @dataclass(frozen=True)
@@ -153,3 +156,13 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         exports.WEIGHTS_PREFIX: next(iter(prefixes.values())) if len(prefixes) == 1 else list(prefixes.values()),
         **plan_summary(plan),
     }
+
+
+def render_stack(stack: Stack, plan: Plan, catalog: Catalog) -> RenderResult:
+    """This program for `stack` under Pulumi's mock engine (infra/render.py: no credentials, no Pulumi
+    CLI). Secrets are redacted markers, never real values."""
+    from infra.render import REDACTED, RenderResult, run_mocked
+
+    secrets = Secrets(api_key=REDACTED, hf_token=REDACTED)
+    resources, outputs = run_mocked(stack, lambda: build_program(stack, plan, catalog, secrets))
+    return RenderResult(stack=stack, plan=plan, resources=resources, outputs=outputs)

@@ -8,9 +8,12 @@ Upstreams, prefixes and sources: infra/data/registries.yaml."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infra import settings
-from sizing.deployment import DeploymentOptions
+
+if TYPE_CHECKING:
+    from sizing.deployment import DeploymentOptions
 
 # the images llmcap sets in its own manifests (chart images are set per chart, infra/addons.py)
 CLUSTER_IMAGES = ("vllm", "router", "aws_cli")

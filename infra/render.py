@@ -16,16 +16,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from infra.program import Secrets, build_program
-from sizing.catalog.lookup import Catalog
-from sizing.plan import Plan
-from sizing.stack import Stack
+if TYPE_CHECKING:
+    from sizing.plan import Plan
+    from sizing.stack import Stack
 
 PROJECT = "llmcap"
 MOCK_ACCOUNT = "123456789012"
@@ -148,13 +147,6 @@ def run_mocked(stack: Stack, program: Callable[[], dict[str, Any]]) -> tuple[lis
 
     _sync_await(run_pulumi_func(body))
     return mocks.resources, outputs
-
-
-def render_stack(stack: Stack, plan: Plan, catalog: Catalog) -> RenderResult:
-    """The program for `stack` under mocks. Secrets are redacted markers, never real values."""
-    secrets = Secrets(api_key=REDACTED, hf_token=REDACTED)
-    resources, outputs = run_mocked(stack, lambda: build_program(stack, plan, catalog, secrets))
-    return RenderResult(stack=stack, plan=plan, resources=resources, outputs=outputs)
 
 
 def plain(value: Any) -> Any:

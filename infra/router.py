@@ -6,7 +6,7 @@ with source ranges. No pulumi import."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import settings
 from infra.k8s_common import (
@@ -22,7 +22,9 @@ from infra.k8s_common import (
     secret_env,
 )
 from infra.names import ROLE_LABEL
-from sizing.deployment import DeploymentOptions
+
+if TYPE_CHECKING:
+    from sizing.deployment import DeploymentOptions
 
 NAME = "llmcap-router"
 LABELS = {APP_LABEL: "vllm-router", COMPONENT_LABEL: "router", PART_OF_LABEL: "llmcap"}

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import settings
 from infra.k8s_common import (
     API_KEY_SECRET,
     API_KEY_SECRET_KEY,
     ENDPOINT_LABEL,
+    cache_size_limit,
     container_security_context,
     meta,
     pod_security_context,
@@ -22,11 +23,11 @@ from infra.k8s_common import (
     serving_name,
 )
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
-from infra.platform import Platform
 from infra.registry import ImageRefs
 from infra.vllm_args import ModelSource, MultiNode, serve_args
-from infra.weights import WeightsLocation, cache_size_limit, loading_mode, model_source, sync_init_container
-from sizing.plan import Pool
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
 HOME = "/home/vllm"
@@ -34,12 +35,17 @@ HOME = "/home/vllm"
 
 @dataclass(frozen=True)
 class ServingContext:
+    """What a pool's serving objects need beside the Pool, resolved by the caller (the ServingPool
+    component, the fit checks): how its nodes load the weights (sizing.planning.node_storage.loading_mode),
+    from where (infra/weights.py), and how long a new node takes before vLLM runs (sizing.perf.cold_start)."""
+
     namespace: str
     service_account: str
     region: str
-    weights: WeightsLocation
-    platform: Platform
-    instance_store: bool  # llmcap:deployment.model_cache_on_instance_store
+    weights_mode: str  # nvme | s3-stream
+    model_source: ModelSource
+    weights_sync: dict[str, Any] | None  # the init container copying the checkpoint onto the NVMe (nvme mode)
+    before_engine_s: float  # node boot, image pull (and the S3 sync) before the vLLM container starts, s
     # where the images come from (the pull-through cache or the user's registry; infra/registry.py)
     images: ImageRefs = field(default_factory=ImageRefs.upstream)
 
@@ -60,28 +66,16 @@ def startup_budget_s(pool: Pool) -> int:
     return math.ceil((pool.per_replica.weights_load_s + s.margin_s) * s.safety_factor)
 
 
-BEFORE_VLLM_TERMS = ("node boot", "image pull", "S3 sync")  # sizing/perf/cold_start.py terms before vLLM runs
+def rollout_budget_s(pool: Pool, before_engine_s: float) -> int:
+    """How long a new pod may take to become ready on a new node (s): what runs before vLLM
+    (`before_engine_s`, sizing.perf.cold_start.before_engine_s), then the startup probe's budget."""
+    return math.ceil(before_engine_s) + startup_budget_s(pool)
 
 
-def before_vllm_s(pool: Pool, mode: str) -> float:
-    """Seconds before the vLLM container starts on a new node (sizing/perf/cold_start.py): node boot, the
-    image pull and, with a local cache (`mode` nvme), the init container's S3 sync of the checkpoint.
-    The startup probe only starts counting once the container runs."""
-    from sizing.perf.cold_start import cold_start
-
-    return sum(t.seconds for t in cold_start(pool, mode).terms if t.name in BEFORE_VLLM_TERMS)
-
-
-def rollout_budget_s(pool: Pool, mode: str) -> int:
-    """How long a new pod may take to become ready on a new node (s): what runs before vLLM, then the
-    startup probe's budget. `mode`: nvme | s3-stream (infra/weights.py loading_mode)."""
-    return math.ceil(before_vllm_s(pool, mode)) + startup_budget_s(pool)
-
-
-def rollout_timeout_s(pool: Pool, mode: str) -> int:
+def rollout_timeout_s(pool: Pool, before_engine_s: float) -> int:
     """How long Pulumi waits for a pool's workload to roll out (s): the rollout budget plus a margin
     (infra/data/serving.yaml `rollout.margin_s`)."""
-    return rollout_budget_s(pool, mode) + settings.policy().rollout.margin_s
+    return rollout_budget_s(pool, before_engine_s) + settings.policy().rollout.margin_s
 
 
 def probes(port_name: str, pool: Pool) -> dict[str, Any]:
@@ -161,7 +155,7 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     s = settings.policy()
     port = s.vllm_port
     gpus = str(gpus_per_pod(pool))
-    mode = loading_mode(pool, ctx.platform, ctx.instance_store)
+    mode = ctx.weights_mode
     env = [
         secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_SECRET_KEY),
         {"name": "HOME", "value": HOME},
@@ -209,15 +203,17 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     if not serves_http:
         pod["affinity"]["podAffinity"] = worker_leader_zone_affinity(labels)
     if mode == "nvme":
-        volumes.append({"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, ctx.platform)}})
+        volumes.append({"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool)}})
         mounts.append({"name": "models", "mountPath": "/models", "readOnly": True})
         volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": s.scratch.size_limit}})  # the sync container's /tmp
-        pod["initContainers"] = [sync_init_container(ctx.weights, ctx.region, ctx.images.aws_cli)]
+        if ctx.weights_sync is None:
+            raise ValueError(f"pool {pool.name}: nvme weights mode without the sync init container")
+        pod["initContainers"] = [ctx.weights_sync]
     return pod
 
 
 def source_for(pool: Pool, ctx: ServingContext) -> ModelSource:
-    return model_source(pool, ctx.platform, ctx.weights, ctx.instance_store)
+    return ctx.model_source
 
 
 def deployment(pool: Pool, ctx: ServingContext) -> dict[str, Any]:

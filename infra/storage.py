@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
 
 from infra.iam import pod_identity_trust_policy
 from infra.names import COMPONENT_PREFIX
-from infra.platform import Platform
+
+if TYPE_CHECKING:
+    from infra.platform import Platform
 
 READ_ACTIONS = ["s3:GetObject"]
 WRITE_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]

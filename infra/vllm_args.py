@@ -9,9 +9,12 @@ No pulumi import: infra/compose.py uses this module without the Pulumi SDK.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infra import settings
-from sizing.plan import Pool, VllmSettings
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool, VllmSettings
 
 
 class VllmArgsError(ValueError):

@@ -12,25 +12,25 @@ No pulumi import.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import settings
 from infra.k8s_common import (
     HF_TOKEN_SECRET,
     HF_TOKEN_SECRET_KEY,
+    cache_size_limit,
     container_security_context,
     meta,
     pod_security_context,
     secret_env,
 )
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, WEIGHTS_LOADER_SERVICE_ACCOUNT
-from infra.platform import Platform, model_cache_gib
 from infra.registry import ImageRefs
 from infra.vllm_args import ModelSource
-from sizing.plan import Pool
-from sizing.planning.node_storage import cache_fits_nvme
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 MODEL_DIR = "/models/model"
 JOB_NAME = "weights-copy"
@@ -46,23 +46,12 @@ class WeightsLocation:
         return f"s3://{self.bucket}/{self.prefix.strip('/')}/"
 
 
-def loading_mode(pool: Pool, platform: Platform, instance_store: bool) -> str:
-    """`nvme` when the node group puts the kubelet's storage on the instance-store NVMe
-    (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one copy of the model and
-    the image below the kubelet's eviction threshold (sizing/perf/checkpoint.py), else `s3-stream`."""
-    if cache_fits_nvme(pool.local_nvme_gb, model_cache_gib(pool, platform), instance_store):
-        return "nvme"
-    return "s3-stream"
-
-
-def model_source(pool: Pool, platform: Platform, where: WeightsLocation, instance_store: bool) -> ModelSource:
-    if loading_mode(pool, platform, instance_store) == "nvme":
+def model_source(where: WeightsLocation, mode: str) -> ModelSource:
+    """Where vLLM reads the weights: the node's copy (`mode` nvme, sizing.planning.node_storage.loading_mode)
+    or the bucket through the Run:ai streamer (s3-stream)."""
+    if mode == "nvme":
         return ModelSource(path=MODEL_DIR)
     return ModelSource(path=where.uri, load_format="runai_streamer")
-
-
-def cache_size_limit(pool: Pool, platform: Platform) -> str:
-    return f"{math.ceil(model_cache_gib(pool, platform))}Gi"
 
 
 def _requests(r: settings.Requests) -> dict[str, Any]:
@@ -89,7 +78,7 @@ def sync_init_container(where: WeightsLocation, region: str, image: str | None =
 
 
 def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, pool: Pool,
-             platform: Platform, with_hf_token: bool, name: str = JOB_NAME,
+             with_hf_token: bool, name: str = JOB_NAME,
              revision: str | None = None, images: ImageRefs | None = None) -> dict[str, Any]:
     """Hub → S3, once per checkpoint: `model` is the checkpoint the pool serves (`pool.vllm.model`).
     Runs on a node of `pool`, the first pool serving it (its NVMe holds the scratch copy; a system
@@ -134,7 +123,7 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             "securityContext": container_security_context(read_only_root=True),
             "volumeMounts": mounts,
         }],
-        "volumes": [{"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool, platform)}},
+        "volumes": [{"name": "models", "emptyDir": {"sizeLimit": cache_size_limit(pool)}},
                     {"name": "home", "emptyDir": {"sizeLimit": scratch}},
                     {"name": "tmp", "emptyDir": {"sizeLimit": scratch}}],
     }

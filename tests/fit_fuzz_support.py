@@ -104,7 +104,7 @@ def recount(fit: FitContext) -> list[str]:
             if p.vllm.model.strip("/") not in text:
                 found.append(f"model mismatch: {p.name} {role}")
         if v.hosts_copy_job:
-            job = copy_job("ns", p.vllm.model, _where(p), plan.region, p, _platform(fit), False)
+            job = copy_job("ns", p.vllm.model, _where(p), plan.region, p, False)
             spec = job["spec"]["template"]["spec"]
             if p.vllm.model not in spec["initContainers"][0]["command"]:
                 found.append(f"model mismatch: copy Job of {p.name}")

@@ -9,8 +9,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from infra.program import resource_prefix
-from infra.render import RenderedResource, RenderResult, render_stack
+from infra.program import render_stack, resource_prefix
+from infra.render import RenderedResource, RenderResult
 from sizing.catalog.lookup import Catalog, load_catalog
 from sizing.plan import Plan
 from sizing.stack import Stack, load_stack

@@ -79,11 +79,12 @@ def test_scaleup_a100_keeps_every_planned_replica_per_node() -> None:
 
 
 def test_daemonsets_llmcap_deploys_request_what_the_node_model_subtracts() -> None:
-    from infra.kubernetes_app import device_plugin_values
-    from infra.observability import kube_prometheus_values
     from sizing.planning.allocatable import daemonset_request
+    from tests.k8s_support import rendered
 
-    for name, values in (("nvidia-device-plugin", device_plugin_values()),
-                         ("prometheus-node-exporter", kube_prometheus_values()["prometheus-node-exporter"])):
+    result, _ = rendered("dev")
+    releases = {r.name: r.inputs["values"] for r in result.resources if r.type == "kubernetes:helm.sh/v3:Release"}
+    for name, values in (("nvidia-device-plugin", releases["nvidia-device-plugin"]),
+                         ("prometheus-node-exporter", releases["kube-prometheus-stack"]["prometheus-node-exporter"])):
         d = daemonset_request(name)
         assert values["resources"]["requests"] == {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}

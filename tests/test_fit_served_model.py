@@ -9,7 +9,8 @@ from typing import Any
 from infra.k8s_common import serving_name
 from infra.manifests import kubernetes_objects
 from infra.names import weights_prefix
-from infra.render import render_stack, resources_document
+from infra.program import render_stack
+from infra.render import resources_document
 from sizing.catalog.lookup import load_catalog
 from sizing.stack import load_stack
 from tests.k8s_support import ROOT, objects, rendered

@@ -32,7 +32,7 @@ def test_rollout_await_covers_image_pull_and_weights_sync(monkeypatch: pytest.Mo
     import pulumi
 
     from infra import serving
-    from infra.render import render_stack
+    from infra.program import render_stack
     from sizing.stack import load_stack
     from tests.k8s_support import ROOT
 
@@ -44,16 +44,15 @@ def test_rollout_await_covers_image_pull_and_weights_sync(monkeypatch: pytest.Mo
             seen.append(create or "")
             super().__init__(create=create, update=update, delete=delete)
     monkeypatch.setattr(pulumi, "CustomTimeouts", Recording)
-    from infra.platform import load_platform
-    from infra.weights import loading_mode
-    from sizing.perf.cold_start import cold_start
+    from sizing.perf.cold_start import before_engine_s, cold_start
+    from sizing.planning.node_storage import loading_mode
 
     result, _ = rendered("llama405b")
     pool = result.plan.pools[0]
-    mode = loading_mode(pool, load_platform(result.stack.deployment), True)
+    mode = loading_mode(pool, True)
     terms = {t.name: t.seconds for t in cold_start(pool, mode).terms}
     assert mode == "nvme" and terms["image pull"] > 0 and terms["S3 sync"] > 0
-    budget = serving.rollout_budget_s(pool, mode)
+    budget = serving.rollout_budget_s(pool, before_engine_s(pool, mode))
     assert budget >= terms["node boot"] + terms["image pull"] + terms["S3 sync"] + serving.startup_budget_s(pool)
     render_stack(load_stack(ROOT / "stacks" / "Pulumi.llama405b.yaml"), result.plan, load_catalog())
     assert f"{math.ceil((budget + 600) / 60)}m" in seen, seen

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from infra.names import GPU_LABEL, GPU_TAINT_KEY, NAMESPACE, POOL_LABEL, SERVING_SERVICE_ACCOUNT, weights_prefix
-from infra.platform import load_platform, root_volume_gib
+from infra.platform import load_platform
 from infra.render import RenderedResource, RenderResult, resources_document
 from sizing.deployment import DeploymentOptions
 from sizing.stack import stack_from_config
@@ -90,7 +90,7 @@ def test_gpu_root_volume_holds_image_and_model_cache(bundled: RenderResult) -> N
         lt = ids[ng.inputs["launchTemplate"]["id"]]
         size = lt.inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"]
         loaded_gib = pool.per_replica.weights_gib_per_gpu * pool.tensor_parallel * pool.pipeline_parallel
-        assert size == root_volume_gib(pool, platform), lt.name
+        assert size == pool.root_volume_gib, lt.name
         on_nvme = bundled.stack.deployment.model_cache_on_instance_store and pool.local_nvme_gb > 0
         # with the instance store (RAID0) containerd and emptyDirs live on NVMe; else the root volume
         # holds the image and one whole model copy (issue 14 defect 4)

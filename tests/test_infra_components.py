@@ -181,7 +181,7 @@ def test_dependencies_stay_as_they_were() -> None:
 
 PURE = ("autoscaling", "compose", "fit", "fit_rules", "fit_rules_platform", "k8s_common", "manifests", "names",
         "netpol", "observability", "platform", "registry", "router", "serving", "settings", "vllm_args",
-        "weights", "az_choice", "exports", "app_objects")
+        "weights", "az_choice", "exports", "app_objects", "serving_context")
 
 
 def test_pure_builders_import_no_pulumi() -> None:
@@ -227,25 +227,24 @@ def test_moved_constants_are_read_from_the_policy(monkeypatch: pytest.MonkeyPatc
     """The constants that were inline (rollout margin, copy-Job deadline, HOME cap, probe timeouts)
     come from serving.yaml: changing the file changes the output."""
     from infra import serving, settings, weights
-    from infra.platform import load_platform
+    from infra.serving_context import serving_context
 
     stack, plan = _two_checkpoints()
     pool = plan.pools[0]
     p = settings.policy()
-    before = serving.rollout_timeout_s(pool, "s3-stream")
-    assert before == serving.rollout_budget_s(pool, "s3-stream") + p.rollout.margin_s
+    before = serving.rollout_timeout_s(pool, 120.0)
+    assert before == serving.rollout_budget_s(pool, 120.0) + p.rollout.margin_s
     changed = p.model_copy(update={
         "rollout": p.rollout.model_copy(update={"margin_s": p.rollout.margin_s + 60}),
         "weights_job": p.weights_job.model_copy(update={"active_deadline_s": 3600}),
         "home": p.home.model_copy(update={"size_limit": "7Gi"}),
         "startup": p.startup.model_copy(update={"timeout_s": 9})})
     monkeypatch.setattr(settings, "policy", lambda: changed)
-    assert serving.rollout_timeout_s(pool, "s3-stream") == before + 60
-    platform = load_platform(stack.deployment)
+    assert serving.rollout_timeout_s(pool, 120.0) == before + 60
     job = weights.copy_job("ns", pool.vllm.model, weights.WeightsLocation("b", "p/"), "us-east-1", pool,
-                           platform, with_hf_token=False)
+                           with_hf_token=False)
     assert job["spec"]["activeDeadlineSeconds"] == 3600
-    ctx = serving.ServingContext("ns", "vllm", "us-east-1", weights.WeightsLocation("b", "p/"), platform, False)
+    ctx = serving_context(pool, "ns", "vllm", "us-east-1", weights.WeightsLocation("b", "p/"), False)
     pod = serving.workload(pool, ctx)["spec"]["template"]["spec"]
     assert {"name": "home", "emptyDir": {"sizeLimit": "7Gi"}} in pod["volumes"]
     assert pod["containers"][0]["startupProbe"]["timeoutSeconds"] == 9

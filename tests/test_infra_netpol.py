@@ -11,10 +11,9 @@ import kubernetes_validate
 import pytest
 
 from infra import router
-from infra.k8s_common import ENDPOINT_LABEL, serving_labels
+from infra.k8s_common import ENDPOINT_LABEL, MONITORING_NAMESPACE, serving_labels
 from infra.names import NAMESPACE
 from infra.netpol import WEIGHTS_JOB_LABELS
-from infra.observability import MONITORING_NAMESPACE
 from infra.platform import load_platform
 from tests.k8s_support import STACK_IDS, objects, rendered
 from tests.plan_factory import make_plan

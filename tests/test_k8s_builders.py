@@ -4,6 +4,7 @@ LeaderWorkerSets, weight-loading choice, the public endpoint, manifests on disk.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import kubernetes_validate
 import pytest
@@ -12,24 +13,28 @@ import yaml
 from infra import router, serving
 from infra.autoscaling import queue_threshold
 from infra.platform import load_platform
-from infra.weights import WeightsLocation, loading_mode
+from infra.serving_context import serving_context
+from infra.weights import WeightsLocation
 from sizing.deployment import DeploymentOptions
+from sizing.planning.node_storage import loading_mode
 from tests.k8s_support import rendered
 from tests.plan_factory import make_plan, make_pool
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 PLATFORM = load_platform()
 
 
-def _ctx(instance_store: bool = True) -> serving.ServingContext:
-    return serving.ServingContext("llmcap", "vllm", "us-east-1", WeightsLocation("bkt", "models/x/"), PLATFORM,
-                                  instance_store)
+def _ctx(pool: Pool, instance_store: bool = True) -> serving.ServingContext:
+    return serving_context(pool, "llmcap", "vllm", "us-east-1", WeightsLocation("bkt", "models/x/"), instance_store)
 
 
 def test_multi_node_pool_becomes_a_leader_worker_set() -> None:
     pool = make_pool(name="p5-48xlarge", instance_type="p5.48xlarge", gpu="H100-SXM", tp=8, pp=2,
                      gpus_per_instance=8, nodes_per_replica=2, replicas=3, replicas_per_instance=1,
                      instances_max=8, precision="bf16", local_nvme_gb=30400)
-    lws = serving.workload(pool, _ctx())
+    lws = serving.workload(pool, _ctx(pool))
     assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
     assert lws["spec"]["replicas"] == 3
     for t in ("leaderTemplate", "workerTemplate"):
@@ -40,13 +45,13 @@ def test_multi_node_pool_becomes_a_leader_worker_set() -> None:
 
 def test_weights_load_from_nvme_or_stream_from_s3() -> None:
     nvme = make_pool(local_nvme_gb=3760)
-    assert loading_mode(nvme, PLATFORM, instance_store=True) == "nvme"
-    assert loading_mode(nvme, PLATFORM, instance_store=False) == "s3-stream"
-    assert loading_mode(make_pool(local_nvme_gb=0), PLATFORM, instance_store=True) == "s3-stream"
-    d = serving.workload(make_pool(local_nvme_gb=0), _ctx())
+    assert loading_mode(nvme, instance_store=True) == "nvme"
+    assert loading_mode(nvme, instance_store=False) == "s3-stream"
+    assert loading_mode(make_pool(local_nvme_gb=0), instance_store=True) == "s3-stream"
+    d = serving.workload(make_pool(local_nvme_gb=0), _ctx(make_pool(local_nvme_gb=0)))
     args = d["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[0] == "s3://bkt/models/x/" and "runai_streamer" in args
-    d = serving.workload(nvme, _ctx())
+    d = serving.workload(nvme, _ctx(nvme))
     spec = d["spec"]["template"]["spec"]
     assert spec["containers"][0]["args"][0] == "/models/model"
     assert spec["initContainers"][0]["command"][:4] == ["aws", "s3", "sync", "s3://bkt/models/x/"]

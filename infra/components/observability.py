@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets as pysecrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -14,7 +15,9 @@ import pulumi_kubernetes as k8s
 from infra import observability, settings
 from infra.components import apply
 from infra.k8s_common import meta
-from sizing.plan import Plan
+
+if TYPE_CHECKING:
+    from sizing.plan import Plan
 
 
 @dataclass
@@ -24,7 +27,8 @@ class ObservabilityArgs:
     plan: Plan
     namespace: str  # the serving namespace (the PodMonitor and the dashboard ConfigMap live there)
     namespace_ready: Sequence[pulumi.Resource]
-    system_nodes: int  # the system node group's desired size
+    prometheus_requests: dict[str, str]  # as the system node group was sized for them (infra/kubernetes_app.py)
+    node_exporter: dict[str, Any]  # its resources, as the node-allocatable model subtracts them
 
 
 class Observability(apply.MovedOutOfApp):
@@ -43,7 +47,7 @@ class Observability(apply.MovedOutOfApp):
                              self.child([mon], ignore_changes=["stringData"]))
         self.metrics = k8s.helm.v3.Release(
             c.name, name=c.name, chart=c.chart, version=c.version, namespace=c.namespace, create_namespace=False,
-            values=observability.kube_prometheus_values(args.plan, args.system_nodes),
+            values=observability.kube_prometheus_values(args.prometheus_requests, args.node_exporter),
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=c.repo) if c.repo else None,
             opts=self.child([mon, admin]))
         apply.create(observability.pod_monitor(args.namespace), self.child([*args.namespace_ready, self.metrics]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -13,9 +13,10 @@ import pulumi_kubernetes as k8s
 from infra import autoscaling, serving, weights
 from infra.app_objects import minutes
 from infra.components import apply
-from infra.platform import Platform
 from infra.registry import ImageRefs
-from sizing.plan import Pool
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 
 @dataclass
@@ -24,8 +25,8 @@ class ServingPoolArgs:
     namespace: str
     service_account_name: str  # the vLLM pods' (Pod Identity: read-only on the weights prefix)
     region: str
-    platform: Platform
-    instance_store: bool  # llmcap:deployment.model_cache_on_instance_store
+    weights_mode: str  # nvme | s3-stream (sizing.planning.node_storage.loading_mode)
+    before_engine_s: float  # what runs before vLLM on a new node, s (sizing.perf.cold_start.before_engine_s)
     weights_bucket: pulumi.Input[str]
     weights_prefix: str  # the S3 prefix of the checkpoint this pool serves
     images: pulumi.Output[ImageRefs]
@@ -46,17 +47,19 @@ class ServingPool(apply.MovedOutOfApp):
         pool, ns = args.pool, args.namespace
 
         def build(b: str, refs: ImageRefs) -> dict[str, Any]:
-            ctx = serving.ServingContext(ns, args.service_account_name, args.region,
-                                         weights.WeightsLocation(b, args.weights_prefix), args.platform,
-                                         args.instance_store, images=refs)
+            where = weights.WeightsLocation(b, args.weights_prefix)
+            sync = weights.sync_init_container(where, args.region, refs.aws_cli) if args.weights_mode == "nvme" \
+                else None
+            ctx = serving.ServingContext(ns, args.service_account_name, args.region, args.weights_mode,
+                                         weights.model_source(where, args.weights_mode), sync, args.before_engine_s,
+                                         images=refs)
             return serving.workload(pool, ctx)
 
         shape = build("bucket", ImageRefs.upstream())  # kind and metadata depend on neither
         spec = pulumi.Output.all(args.weights_bucket, args.images).apply(lambda a: build(a[0], a[1])["spec"])
         deps = [args.weights_job, args.device_plugin] + \
             ([args.leader_worker_set] if args.leader_worker_set is not None else [])
-        mode = weights.loading_mode(pool, args.platform, args.instance_store)
-        wait = minutes(serving.rollout_timeout_s(pool, mode))
+        wait = minutes(serving.rollout_timeout_s(pool, args.before_engine_s))
         opts_ = self.child(deps, ignore_changes=["spec.replicas"],
                            custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))
         self.workload: pulumi.CustomResource

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 
 from infra import router
 from infra.components import apply
-from infra.registry import ImageRefs
-from sizing.deployment import DeploymentOptions
+
+if TYPE_CHECKING:
+    from infra.registry import ImageRefs
+    from sizing.deployment import DeploymentOptions
 
 
 @dataclass

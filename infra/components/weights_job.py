@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 
@@ -13,9 +14,10 @@ from infra import settings, weights
 from infra.app_objects import minutes
 from infra.components import apply
 from infra.k8s_common import meta
-from infra.platform import Platform
-from infra.registry import ImageRefs
-from sizing.plan import Pool
+
+if TYPE_CHECKING:
+    from infra.registry import ImageRefs
+    from sizing.plan import Pool
 
 
 @dataclass
@@ -25,7 +27,6 @@ class WeightsJobArgs:
     job_name: str  # infra/names.py copy_job_name
     host: Pool  # the first pool serving the checkpoint: its node holds the scratch copy
     region: str
-    platform: Platform
     weights_bucket: pulumi.Input[str]
     weights_prefix: str
     images: pulumi.Output[ImageRefs]
@@ -40,7 +41,7 @@ class WeightsJob(apply.MovedOutOfApp):
         super().__init__("WeightsJob", name, opts)
         spec = pulumi.Output.all(args.weights_bucket, args.images).apply(lambda a: weights.copy_job(
             args.namespace, args.checkpoint, weights.WeightsLocation(a[0], args.weights_prefix), args.region,
-            args.host, args.platform, with_hf_token=args.with_hf_token, name=args.job_name,
+            args.host, with_hf_token=args.with_hf_token, name=args.job_name,
             revision=args.host.checkpoint_revision, images=a[1])["spec"])
         wait = minutes(settings.policy().weights_job.active_deadline_s)
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(args.job_name, args.namespace), "spec": spec}

@@ -51,7 +51,8 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
     import json
     import tempfile
 
-    from infra.render import render_stack, resources_document  # heavy (pulumi): only with --render
+    from infra.program import render_stack
+    from infra.render import resources_document  # heavy (pulumi): only with --render
     from sizing.adapters.git import files_at, repo_root, saved_plans_at
     from sizing.analysis.diff import attach_resources, saved_side
     from sizing.catalog.lookup import load_catalog

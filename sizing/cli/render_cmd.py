@@ -98,7 +98,8 @@ def render(
         return
 
     from infra.fit import FitContext, NotDeployable, check_deployable, print_fit_table
-    from infra.render import render_stack, write_render
+    from infra.program import render_stack
+    from infra.render import write_render
     from sizing.cli.common import console
     from sizing.stack import apply_overrides, read_config
 

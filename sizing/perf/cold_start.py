@@ -83,3 +83,13 @@ def cold_start(pool: Pool, mode: str | None = None, catalog: Catalog | None = No
         terms.append(Term("weights stream", gb / s3, f"{gb:,.1f} GB from S3 at {s3:g} GB/s"))
     terms.append(Term("engine start", number("engine_init_s", catalog), "CUDA context, torch.compile, CUDA graphs"))
     return ColdStart(tuple(terms))
+
+
+BEFORE_ENGINE_TERMS = ("node boot", "image pull", "S3 sync")  # the terms before the engine's container runs
+
+
+def before_engine_s(pool: Pool, mode: str) -> float:
+    """Seconds before the vLLM container starts on a new node: node boot, the image pull and, with a
+    local cache (`mode` nvme), the init container's S3 sync of the checkpoint. A startup probe only
+    starts counting once the container runs."""
+    return sum(t.seconds for t in cold_start(pool, mode).terms if t.name in BEFORE_ENGINE_TERMS)

@@ -20,6 +20,7 @@ from sizing.perf.memory import GIB
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
+    from sizing.plan import Pool
 
 
 def nodefs_eviction_fraction(catalog: Catalog | None = None) -> float:
@@ -71,3 +72,10 @@ def root_volume_gib(cache_gib: float, local_nvme_gb: int, instance_store: bool,
     if ephemeral_on_nvme(local_nvme_gb, instance_store):
         return math.ceil(image + margin)
     return math.ceil((image + cache_gib) / (1.0 - nodefs_eviction_fraction(catalog)) + margin)
+
+
+def loading_mode(pool: Pool, instance_store: bool) -> str:
+    """How a planned pool's nodes load the weights: `nvme` when the node group puts the kubelet's storage
+    on the instance-store NVMe (`llmcap:deployment.model_cache_on_instance_store`) and that NVMe holds one
+    copy of the model and the image below the kubelet's eviction threshold, else `s3-stream`."""
+    return "nvme" if cache_fits_nvme(pool.local_nvme_gb, pool.model_cache_gib_per_node, instance_store) else "s3-stream"

@@ -1,0 +1,27 @@
+"""A pool's ServingContext resolved from the stack: how its nodes load the weights
+(sizing.planning.node_storage.loading_mode), from where (infra/weights.py) and how long a new node
+takes before vLLM runs (sizing.perf.cold_start). The deployability checks and the tests build contexts
+here; the ServingPool component gets the same two figures from infra/kubernetes_app.py."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from infra.registry import ImageRefs
+from infra.serving import ServingContext
+from infra.weights import WeightsLocation, model_source, sync_init_container
+from sizing.perf.cold_start import before_engine_s
+from sizing.planning.node_storage import loading_mode
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
+
+
+def serving_context(pool: Pool, namespace: str, service_account: str, region: str, where: WeightsLocation,
+                    instance_store: bool, images: ImageRefs | None = None) -> ServingContext:
+    """`instance_store`: llmcap:deployment.model_cache_on_instance_store."""
+    refs = images or ImageRefs.upstream()
+    mode = loading_mode(pool, instance_store)
+    sync = sync_init_container(where, region, refs.aws_cli) if mode == "nvme" else None
+    return ServingContext(namespace, service_account, region, mode, model_source(where, mode), sync,
+                          before_engine_s(pool, mode), images=refs)
