@@ -12,7 +12,7 @@ init container), so the cold start is their sum. GB = 1e9 bytes; sizes in GiB ar
 
 Scope: one replica (a multi-node replica's nodes start in parallel, each with its stage's share).
 `cold_start(pool)` is the one function infra/ and the reports call; pass `mode` where the caller knows
-how the weights are loaded (infra.weights.loading_mode), else it is inferred from the node's NVMe.
+how the weights are loaded (sizing.planning.node_storage.loading_mode), else it is inferred from the node's NVMe.
 """
 
 from __future__ import annotations
