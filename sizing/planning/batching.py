@@ -21,14 +21,14 @@ Units: ms for latencies, output tokens/s and requests/s per replica.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sizing.perf.binding import LABELS
 from sizing.perf.goodput import goodput
 from sizing.perf.load import Goodput, WorkloadShape, _engine_limits, estimate_closed_loop
 from sizing.perf.replica import ReplicaConfig
-from sizing.planning.candidates import Evaluated, resize, strategy_of
+from sizing.planning.candidates import Evaluated, Tuning, resize, strategy_of
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -50,26 +50,6 @@ SIM_TRIES = 3  # simulations per finalist at most
 BACKOFF = 0.75  # load factor per failed simulation
 SIM_SEED = 0
 MIN_GAIN = 0.01  # a grid point replaces the default flags only when its goodput is this much higher
-
-
-@dataclass(frozen=True)
-class Tuning:
-    """The flags chosen for one candidate and how they were decided."""
-
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    default_budget: int
-    analytic_output_tokens_per_s: float  # goodput per replica, analytic, at the chosen flags
-    simulated: bool  # the goodput load was checked by the step-level simulation
-    binds: str  # one line: which constraint binds, from the simulation where it ran
-    bound_code: str  # itl-tail | ttft-queueing | kv-capacity | engine-limit | "" (analytic binding applies)
-    predicted: dict[str, float]  # "ttft_p50_ms" ... from the simulation at the goodput load (ms)
-
-    def describe(self) -> str:
-        """The plan's one-line account of the flags (PerReplica.batching)."""
-        return (f"max_num_batched_tokens {self.max_num_batched_tokens:,}, max_num_seqs {self.max_num_seqs:,}: "
-                f"the best goodput at the SLO over budgets {BUDGETS[0]:,}–{BUDGETS[-1]:,} (default "
-                f"{self.default_budget:,}), checked by the step-level simulation")
 
 
 def _cfg(model: ModelArch, ev: Evaluated, w: WorkloadSpec, budget: int | None = None,
@@ -211,6 +191,7 @@ def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Ev
     sim_gp = replace(sim_gp, output_tokens_per_s_p10=sim_gp.output_tokens_per_s * lo,
                      output_tokens_per_s_p90=sim_gp.output_tokens_per_s * hi)
     t = Tuning(max_num_batched_tokens=budget, max_num_seqs=seqs, default_budget=budget0,
+               budgets=(BUDGETS[0], BUDGETS[-1]),
                analytic_output_tokens_per_s=g.output_tokens_per_s, simulated=True, binds=binds, bound_code=code,
                predicted=pred)
     return resize(replace(ev, gp=sim_gp, tuning=t), demand, redundancy, ev.goodput_scale)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from sizing.catalog.records import Instance, ModelArch
     from sizing.perf.load import Goodput
     from sizing.perf.memory import MemoryFit
-    from sizing.planning.batching import Tuning
     from sizing.planning.demand import Demand
     from sizing.planning.problem import PlanningProblem
 
@@ -45,6 +44,27 @@ class Candidate:
     def label(self) -> str:
         par = f"TP{self.tp}" + (f"×PP{self.pp}" if self.pp > 1 else "")
         return f"{self.instance.instance_type} {self.precision} {par}"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The flags chosen for one candidate and how they were decided."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    default_budget: int
+    budgets: tuple[int, int]  # the smallest and largest max_num_batched_tokens tried
+    analytic_output_tokens_per_s: float  # goodput per replica, analytic, at the chosen flags
+    simulated: bool  # the goodput load was checked by the step-level simulation
+    binds: str  # one line: which constraint binds, from the simulation where it ran
+    bound_code: str  # itl-tail | ttft-queueing | kv-capacity | engine-limit | "" (analytic binding applies)
+    predicted: dict[str, float]  # "ttft_p50_ms" ... from the simulation at the goodput load (ms)
+
+    def describe(self) -> str:
+        """The plan's one-line account of the flags (PerReplica.batching)."""
+        return (f"max_num_batched_tokens {self.max_num_batched_tokens:,}, max_num_seqs {self.max_num_seqs:,}: "
+                f"the best goodput at the SLO over budgets {self.budgets[0]:,}–{self.budgets[1]:,} (default "
+                f"{self.default_budget:,}), checked by the step-level simulation")
 
 
 @dataclass(frozen=True)
