@@ -56,6 +56,10 @@ def main(argv: list[str]) -> int:
     pins = pinned_by(catalog, rows, values)
     params = {}
     for n, spec in PARAMS.items():
+        if spec.fixed:  # not fitted: the prior, and why
+            params[n] = {"value": spec.prior, "prior": spec.prior, "bounds": [spec.lo, spec.hi], "unit": spec.unit,
+                         "meaning": spec.meaning, "pinned_by": [], "at_bound": False, "fixed": spec.fixed}
+            continue
         v = values[n]
         params[n] = {"value": round(v, 4), "prior": spec.prior, "bounds": [spec.lo, spec.hi], "unit": spec.unit,
                      "meaning": spec.meaning, "pinned_by": pins[n],
@@ -91,7 +95,8 @@ def main(argv: list[str]) -> int:
     print(f"wrote {out} (cost {cost:.4f})")
     for n, p in params.items():
         print(f"  {n:34} {p['value']:>9.4g}  prior {p['prior']:<7g} {'AT BOUND ' if p['at_bound'] else ''}"
-              f"pinned by {', '.join(p['pinned_by']) or '(prior only)'}")
+              + (f"FIXED: {p['fixed']}" if p.get("fixed") else
+                 f"pinned by {', '.join(p['pinned_by']) or '(prior only)'}"))
     print("held out (median of per-source medians):", {g: f"{v:.1%}" for g, v in doc["fit_error"]["held_out"].items()})
     print("in sample:", {g: f"{v:.1%}" for g, v in doc["fit_error"]["overall"].items()})
     return 0

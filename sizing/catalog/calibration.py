@@ -40,6 +40,7 @@ class ParamSpec:
     unit: str
     meaning: str
     sigma: float = 0.5
+    fixed: str = ""  # why the constant stays at its prior instead of being fitted ("" = fitted)
 
 
 # The constants of the model. Priors are physical round numbers (achievable HBM bandwidth of a
@@ -51,6 +52,9 @@ PARAMS: dict[str, ParamSpec] = {
                                            "achievable GDDR6 bandwidth (T4, A10G, L4, L40S)", 0.1),
     "gemm_mfu": ParamSpec(0.60, 0.35, 0.85, "fraction of dense tensor peak",
                           "16-bit dense GEMM efficiency of the reference engine (TensorRT-LLM)", 0.3),
+    "attention_efficiency": ParamSpec(0.7, 0.2, 1.0, "multiplier on 16-bit gemm_mfu x engine factor",
+                                      "attention's QK/AV products (FlashAttention-style kernels: softmax, masking "
+                                      "and short head dims keep them below a dense GEMM's MFU)", 0.4),
     "fp8_w8a8_efficiency": ParamSpec(0.80, 0.50, 1.00, "multiplier on gemm_mfu at the FP8 peak",
                                      "FP8 W8A8 GEMMs (Ada/Hopper/Blackwell) reach less of their 2x peak", 0.3),
     "marlin_w4a16_efficiency": ParamSpec(0.70, 0.30, 1.00, "multiplier on gemm_mfu",
@@ -61,6 +65,11 @@ PARAMS: dict[str, ParamSpec] = {
     "moe_expert_efficiency": ParamSpec(0.60, 0.25, 1.00, "multiplier on expert-GEMM efficiency",
                                        "grouped expert GEMMs with routing imbalance (hottest expert sets the time)",
                                        0.4),
+    "expert_shard_width_half": ParamSpec(256.0, 32.0, 2048.0, "intermediate columns per GPU",
+                                         "an expert GEMM whose per-GPU shard of the expert's intermediate dimension is "
+                                         "w wide runs at w / (w + this) of the wide-GEMM efficiency (tiles of 64-256 "
+                                         "columns: a narrow shard, e.g. Qwen3-235B's 1,536 over TP8 = 192, wastes most "
+                                         "of each tile's fixed cost)", 0.7),
     "engine_efficiency.vllm": ParamSpec(0.90, 0.50, 1.00, "multiplier on compute efficiency",
                                         "vLLM kernels relative to TensorRT-LLM", 0.3),
     "engine_efficiency.sglang": ParamSpec(0.90, 0.50, 1.00, "multiplier on compute efficiency",
@@ -68,11 +77,15 @@ PARAMS: dict[str, ParamSpec] = {
     "engine_efficiency.tgi": ParamSpec(0.70, 0.30, 1.00, "multiplier on compute efficiency",
                                        "TGI 1.x kernels relative to TensorRT-LLM", 0.4),
     "step_overhead_ms.tensorrt-llm": ParamSpec(1.0, 0.2, 5.0, "ms per engine step",
-                                               "CPU/scheduler/sampling time per step not hidden by the GPU"),
+                                               "CPU/scheduler/sampling time per step not hidden by the GPU",
+                                               fixed="no source's predictions move by 0.5 % when it moves 10 % "
+                                                     "(main's fit of 2026-12-01: 1.13, prior 1)"),
     "step_overhead_ms.vllm": ParamSpec(2.0, 0.2, 10.0, "ms per engine step",
                                        "CPU/scheduler/sampling time per step (hidden under GPU work with "
                                        "--async-scheduling)"),
-    "step_overhead_ms.sglang": ParamSpec(2.0, 0.2, 10.0, "ms per engine step", "as for vLLM"),
+    "step_overhead_ms.sglang": ParamSpec(2.0, 0.2, 10.0, "ms per engine step", "as for vLLM",
+                                         fixed="one source (sgl060) moves by 1 % when it moves 10 % (main's "
+                                               "fit of 2026-12-01: 1.85, prior 2)"),
     "step_overhead_ms.tgi": ParamSpec(5.0, 0.5, 30.0, "ms per engine step", "as for vLLM"),
     "step_overhead_per_seq_us": ParamSpec(20.0, 1.0, 200.0, "µs per running sequence per step",
                                           "per-sequence scheduling, detokenization and sampling"),
@@ -84,16 +97,26 @@ PARAMS: dict[str, ParamSpec] = {
     "nvlink_hop_latency_us": ParamSpec(3.0, 1.0, 20.0, "µs per ring hop",
                                        "all-reduce latency over NVLink: 2(tp-1) hops per call"),
     "pcie_latency_ratio": ParamSpec(3.0, 1.0, 30.0, "PCIe hop latency / NVLink hop latency (>= 1)",
-                                    "PCIe all-reduce hops are never faster than NVLink ones"),
+                                    "PCIe all-reduce hops are never faster than NVLink ones",
+                                    fixed="one source (hfsm) moves by < 1 % when it moves 10 % (main's fit of "
+                                          "2026-12-01: 2.76, prior 3)"),
     "pcie_bandwidth_efficiency": ParamSpec(0.5, 0.2, 0.9, "fraction of per-direction PCIe bandwidth",
-                                           "achieved all-reduce bus bandwidth over PCIe (through host bridges)"),
+                                           "achieved all-reduce bus bandwidth over PCIe (through host bridges)",
+                                           fixed="one source (trt013) moves by 0.6 % when it moves 10 % (main's "
+                                                 "fit of 2026-12-01: 0.476, prior 0.5)"),
     "eager_launch_us_per_layer": ParamSpec(60.0, 10.0, 400.0, "µs per layer per step",
-                                           "kernel launches when CUDA graphs are off (--enforce-eager)"),
-    "roofline_sharpness": ParamSpec(3.0, 1.0, 12.0, "a in (mem^a + compute^a)^(1/a)",
-                                    "how well memory traffic and math overlap inside a step"),
+                                           "kernel launches when CUDA graphs are off (--enforce-eager)",
+                                           fixed="no source's predictions move by 0.5 % when it moves 10 % "
+                                                 "(main's fit of 2026-12-01: 67.9, prior 60)"),
+    "roofline_sharpness": ParamSpec(1.0, 1.0, 12.0, "a in (mem^a + compute^a)^(1/a)",
+                                    "how well memory traffic and math overlap inside a step",
+                                    fixed="every fit ended on the lower bound 1 (prior 3): within one step the "
+                                          "weight/KV streaming and the math add up rather than overlap, so the "
+                                          "sum (a = 1) is the model"),
     "fitted_compute_tflops.A10G": ParamSpec(70.0, 30.0, 125.0, "TFLOPS dense 16-bit per GPU",
                                             "A10G has no NVIDIA datasheet figure (A10: 125); effective peak"),
 }
+FITTED = tuple(n for n, p in PARAMS.items() if not p.fixed)  # the constants bench/calibrate.py fits
 # Fixed (not fitted) physical constants: a prior only.
 NVLINK_BANDWIDTH_EFFICIENCY = 0.8  # NCCL all-reduce bus bandwidth ≈ 80 % of NVLink per direction
 
@@ -110,7 +133,8 @@ class Calibration:
     goodput_range: tuple[float, float] = (1.0, 1.0)  # (p10, p90) of measured/predicted, held out
 
     def v(self, name: str) -> float:
-        return self.values.get(name, PARAMS[name].prior)
+        spec = PARAMS[name]
+        return spec.prior if spec.fixed else self.values.get(name, spec.prior)
 
     def bw_eff(self, hbm: bool) -> float:
         return self.v("hbm_bandwidth_efficiency" if hbm else "gddr_bandwidth_efficiency")

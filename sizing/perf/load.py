@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from sizing.errors import CatalogLookupError
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 P95_Z = 1.645  # standard-normal 95th percentile, for a prompt-length cv from (mean, p95)
 Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}  # standard-normal quantiles
 TAIL = 0.05  # the p95's tail mass
+_STD_NORMAL = NormalDist()
+BURST_RANKS = 64  # ranks a burst's mean TTFT averages over (midpoint rule)
 # How sharply an ITL percentile switches to the prefill-carrying step as their share of steps nears
 # the tail mass (1 - q). A pooled percentile over all gaps is a step function of that share; the
 # ramp keeps it continuous and monotone for the goodput bisection.
@@ -96,6 +99,7 @@ class LoadEstimate:
     e2e_p50_ms: float = 0.0
     e2e_p95_ms: float = 0.0
     e2e_p99_ms: float = 0.0
+    tpot_ms: float = 0.0  # mean over requests of their mean gap; 0: equal to itl_ms (pooled gaps)
 
     def percentile(self, metric: str, q: str) -> float:
         """metric ttft | itl | tpot | e2e; q mean | p50 | p90 | p95 | p99 (ms). TPOT's mean is the ITL
@@ -104,7 +108,8 @@ class LoadEstimate:
             lo, hi = self.percentile(metric, "p50"), self.percentile(metric, "p95")
             return lo + (hi - lo) * Z[0.9] / Z[0.95]
         if q == "mean":
-            return {"ttft": self.ttft_ms, "itl": self.itl_ms, "tpot": self.itl_ms, "e2e": self.e2e_latency_ms}[metric]
+            return {"ttft": self.ttft_ms, "itl": self.itl_ms, "tpot": self.tpot_ms or self.itl_ms,
+                    "e2e": self.e2e_latency_ms}[metric]
         if metric == "itl" and q == "p95":
             return self.itl_p95_ms
         if metric == "ttft" and q == "p95":
@@ -272,7 +277,7 @@ def _cycle_s(c: _Ctx, batch: float) -> float:
     ch = _chunk(c, batch, c.isl_eff)
     if p <= ch and ch > 0:
         decode = c.sm.step_s(batch, c.ctx_decode)
-        with_chunk = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+        with_chunk = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + c.isl_eff / 2)
         return decode + (p / ch) * (with_chunk - decode)
     n = max(1.0, (batch + p) / c.budget)
     return c.sm.step_s(batch, c.ctx_decode, p, c.cached_tokens + c.isl_eff / 2, n_steps=n)
@@ -287,7 +292,7 @@ def _itl_steps(c: _Ctx, batch: float) -> tuple[float, float, float]:
     """(decode-only step s, prefill-carrying step s, share of a request's gaps that carry a chunk)."""
     decode = c.sm.step_s(batch, c.ctx_decode)
     ch = _chunk(c, batch, c.isl_eff_p95)
-    chunked = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+    chunked = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + c.isl_eff / 2)
     share = min(_others_prefill(c, batch) / ch, 1.0) if ch > 0 else 0.0
     return decode, chunked, share
 
@@ -320,7 +325,8 @@ def _prefill_raw(c: _Ctx, batch: float, prompt: float) -> float:
     if prompt <= 0:
         return c.sm.step_s(max(batch, 1.0), c.ctx_decode)
     ch = _chunk(c, batch, prompt)
-    return (prompt / ch) * c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+    # chunk k of a prompt attends over the k - 1 chunks before it: over all chunks, prompt / 2 on average
+    return (prompt / ch) * c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + prompt / 2)
 
 
 @_memo("busy")
@@ -335,7 +341,7 @@ def _prefill_busy_s(c: _Ctx, batch: float) -> float:
     ch = _chunk(c, b, c.isl_eff)
     if ch <= 0:
         return 0.0
-    with_chunk = c.sm.step_s(b, c.ctx_decode, ch, c.cached_tokens + ch / 2)
+    with_chunk = c.sm.step_s(b, c.ctx_decode, ch, c.cached_tokens + c.isl_eff / 2)
     return (c.isl_eff / ch) * max(with_chunk - c.sm.step_s(b, c.ctx_decode), 0.0)
 
 
@@ -483,13 +489,18 @@ def _fill_frac(c: _Ctx, n: float, frac: float) -> float:
 
 def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> LoadEstimate:
     """A closed loop whose n requests run in lockstep rounds: each round starts with the n prompts'
-    prefill, in budget-sized steps; a prompt's first token comes at the end of its step."""
-    round_s = overlap(_fill_s(c, n), n * c.frontend_s_per_request, 4.0) \
+    prefill; a prompt's first token comes at the end of its step. Lockstep holds only while a
+    round's prompts fit in one budget-sized step: otherwise the first round's prefill takes k steps,
+    its k groups finish k different steps apart, and every later round arrives as k groups of n/k
+    staggered by those steps, each prefilled beside the others' decodes (so the groups' size, not
+    the users', sets the TTFT)."""
+    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
+    g = n / steps  # requests per group
+    round_s = overlap(_fill_s(c, g), g * c.frontend_s_per_request, 4.0) \
         + c.sm.step_s(n, c.ctx_decode)
     base = c.request_overhead_s
-    ttft = {q: base + round_s * _fill_frac(c, n, q) for q in (0.5, 0.95, 0.99)}
-    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
-    mean = base + round_s * (steps + 1) / (2 * steps)
+    ttft = {q: base + round_s for q in (0.5, 0.95, 0.99)}
+    mean = base + round_s
     e2e = mean + c.osl_decode * est.itl_ms / 1e3
     lam = n / e2e
     return replace(est, ttft_ms=mean * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
@@ -575,20 +586,51 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     rest = n - b
     ovh = c.request_overhead_s
 
+    # the API server streams no first token before it has ingested the whole burst (its event loop
+    # takes the N requests in first): every TTFT is at least the ingestion, N × frontend time
+    ingest = n * c.frontend_s_per_request
+    efill = _fill_s(c, b)
+
     def ttft_at(frac: float) -> float:  # TTFT of the request at rank frac·N
         i = frac * n
-        return ovh + (fill * _fill_frac(c, b, i / b) if i <= b else fill + (i - b) / lam + own)
+        t = efill * _fill_frac(c, b, i / b) if i <= b else efill + (i - b) / lam + own
+        return ovh + ingest + t
 
-    mean_ttft = (b / n) * (ovh + fill / 2) + (rest / n) * (ovh + fill + own + rest / (2 * lam)) if rest > 0 \
-        else ovh + fill / 2
+    mean_ttft = sum(ttft_at((k + 0.5) / BURST_RANKS) for k in range(BURST_RANKS)) / BURST_RANKS
     drain = c.osl_tail * c.sm.step_s(max(b * TAIL, 1.0), c.ctx_decode) if c.osl_tail > c.osl_decode else 0.0
-    makespan = fill + rest / lam + c.osl_decode * itl + drain + ovh
-    pt = _Point(b, n / makespan, mean_ttft, {q: ttft_at(q) for q in (0.5, 0.95, 0.99)}, itl)
-    est = _estimate(c, shape, pt, b, capped=b >= c.cap)
-    # the fill's full-budget steps: the first B requests decode through half of them on average
+    # a finite burst has nothing left to prefill once its last prompt is admitted: the replacement
+    # phase (rest / λ) runs steps that carry the newcomers' prefill (the steady cycle), the last batch
+    # then decodes in decode-only steps. The mean ITL pools all gaps of both phases.
+    d0 = c.sm.step_s(b, c.ctx_decode)
+    t_repl = rest / lam
+    repl_gaps = t_repl / itl
+    itl_mean = (t_repl + c.osl_decode * d0) / (repl_gaps + c.osl_decode)
+    repl_frac = repl_gaps / (repl_gaps + c.osl_decode)
+    # the fill's full-budget steps: the first B requests decode through half of them on average, and
+    # those gaps are in the mean too (a 1,000-prompt burst's first requests wait out ~26 steps that each
+    # prefill 8,192 tokens)
     fill_steps = max(1.0, b * c.isl_eff / c.budget)
     share = (b / n) * min(1.0, fill_steps / 2.0 / c.osl_decode)
     full = c.sm.step_s(b / 2.0, c.ctx_decode, max(c.budget - b / 2.0, 0.0), c.cached_tokens + c.isl_eff / 2)
+    base = itl_mean
+    itl_mean += share * max(full - base, 0.0)
+    # TPOT's mean is over requests: a short request spends a larger part of its few gaps in the fill's
+    # steps, so with long-tailed outputs (lognormal, p95 / mean from the shape) the mean over requests of
+    # min(1, fill steps / 2 / its output) exceeds the pooled share (Jensen)
+    sig = math.log(max(c.osl_tail / c.osl_decode, 1.0)) / P95_Z
+    mu = math.log(c.osl_decode) - sig * sig / 2.0
+    half = fill_steps / 2.0
+    req_share = (b / n) * sum(min(1.0, half / max(math.exp(mu + sig * _STD_NORMAL.inv_cdf((k + 0.5) / 32)), 1.0))
+                              for k in range(32)) / 32
+    tpot_mean = base + req_share * max(full - base, 0.0)
+    makespan = fill + t_repl + c.osl_decode * d0 + drain + ovh
+    pt = _Point(b, n / makespan, mean_ttft, {q: ttft_at(q) for q in (0.5, 0.95, 0.99)}, itl_mean)
+    est = _estimate(c, shape, pt, b, capped=b >= c.cap)
+    # the steady state's share of chunk-carrying gaps holds only in the replacement phase
+    decode, chunked, ss_share = _itl_steps(c, b)
+    for q, name in ((0.5, "itl_p50_ms"), (0.95, "itl_p95_ms"), (0.99, "itl_p99_ms")):
+        v = decode + (chunked - decode) * min(1.0, ss_share * repl_frac / (1.0 - q)) ** P95_RAMP_EXPONENT
+        est = replace(est, **{name: (v if q <= 0.5 else max(v, itl_mean)) * 1e3})
     tails = {}
     for q, name in ((0.5, "itl_p50_ms"), (0.95, "itl_p95_ms"), (0.99, "itl_p99_ms")):
         ramp = min(1.0, share / (1.0 - q)) ** P95_RAMP_EXPONENT
@@ -597,7 +639,7 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     dz = (full - c.sm.step_s(b, c.ctx_decode)) * math.sqrt(m) / c.osl_decode * 1e3
     tp = {name: max(getattr(est, name), est.itl_ms + Z[q] * dz)
           for q, name in ((0.95, "tpot_p95_ms"), (0.99, "tpot_p99_ms"))}
-    return replace(est, output_tokens_per_s=n * shape.output_tokens / makespan, **tails, **tp)
+    return replace(est, output_tokens_per_s=n * shape.output_tokens / makespan, tpot_ms=tpot_mean * 1e3, **tails, **tp)
 
 
 __all__ = ["Goodput", "LoadEstimate", "ReplicaConfig", "WorkloadShape", "estimate_burst", "estimate_closed_loop",

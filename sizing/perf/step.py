@@ -138,7 +138,8 @@ class StepModel:
     allreduces_per_stage: int
     allreduce_bytes_per_token: float
     bw_bytes_per_s: float  # achievable
-    dense_flops_per_s: float  # achievable, dense GEMMs and attention
+    dense_flops_per_s: float  # achievable, dense (non-expert) GEMMs
+    attn_flops_per_s: float  # achievable, attention's QK and AV products (FlashAttention-style kernels)
     expert_flops_per_s: float  # achievable, grouped expert GEMMs
     link_bytes_per_s: float  # achievable, per direction
     hop_latency_s: float
@@ -187,8 +188,9 @@ class StepModel:
         gemm_tokens = graph_padded(d) + p if (self.cuda_graphs and p == 0 and n_steps == 1.0) else tokens
         f = self.kv_full_fraction
         attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window)) + p * prefill_ctx_tokens
-        comp = (self.dense_flops_per_token_per_gpu * gemm_tokens + self.attn_flops_per_ctx_token_per_gpu * attn_ctx) \
-            / self.dense_flops_per_s + self.expert_flops_per_token_per_gpu * gemm_tokens / self.expert_flops_per_s
+        comp = self.dense_flops_per_token_per_gpu * gemm_tokens / self.dense_flops_per_s \
+            + self.attn_flops_per_ctx_token_per_gpu * attn_ctx / self.attn_flops_per_s \
+            + self.expert_flops_per_token_per_gpu * gemm_tokens / self.expert_flops_per_s
         comm = 0.0
         if self.tp > 1:
             ring = 2.0 * (self.tp - 1) / self.tp * tokens * self.allreduce_bytes_per_token / self.link_bytes_per_s
@@ -269,6 +271,11 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     active_expert = min(k * expert_params, active_nonemb)
     peak_tflops, weight_only = compute_peak_tflops(cal, gpu, fmt)
     mfu = min(cal.v("gemm_mfu") * cal.engine_eff(engine) * kernel_efficiency(cal, fmt, weight_only), 1.0)
+    # attention multiplies 16-bit Q/K/V (an FP8 KV cache is dequantized in the kernel): the 16-bit peak
+    attn_peak_tflops, _ = compute_peak_tflops(cal, gpu, catalog.precision("bf16"))
+    # a narrow per-GPU shard of each expert's intermediate dimension (tensor parallel) wastes tiles
+    width = (model.moe_intermediate_size or model.intermediate_size or model.hidden_size) / tp
+    shard_eff = width / (width + cal.v("expert_shard_width_half")) if n_exp else 1.0
     hbm = gpu.memory_bandwidth_gbs >= HBM_MIN_BANDWIDTH_GBS
     link = link_bandwidth_gbs(catalog, gpu, interconnect) if tp > 1 else 1.0
     return StepModel(
@@ -283,7 +290,9 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         allreduce_bytes_per_token=model.hidden_size * 2.0,
         bw_bytes_per_s=gpu.memory_bandwidth_gbs * GB * cal.bw_eff(hbm),
         dense_flops_per_s=peak_tflops * 1e12 * mfu,
-        expert_flops_per_s=peak_tflops * 1e12 * mfu * cal.v("moe_expert_efficiency"),
+        attn_flops_per_s=attn_peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0)
+        * cal.v("attention_efficiency"),
+        expert_flops_per_s=peak_tflops * 1e12 * mfu * cal.v("moe_expert_efficiency") * shard_eff,
         link_bytes_per_s=link * GB * cal.link_efficiency(interconnect),
         hop_latency_s=cal.hop_latency_s(interconnect),
         overhead_s=cal.overhead_s(engine), overhead_per_seq_s=cal.overhead_per_seq_s(engine),

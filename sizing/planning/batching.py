@@ -6,9 +6,14 @@ Method: the analytic model (sizing.perf.load, microseconds per estimate) sizes e
 the engine's default flags and prunes; the finalists (the FINALISTS cheapest feasible ones, the cheapest
 of each instance family, and the cheapest of each GPU type within FINALIST_COST_WINDOW of the cheapest:
 tune_finalists) get a grid search over BUDGETS × max_num_seqs (analytic goodput at each point), then the
-best point's goodput load is simulated step by step: if the simulation misses a target there, the load backs off
-(BACKOFF per try, at most SIM_TRIES simulations) to the largest simulated load that meets every
-target. The finalists are re-sized on that goodput and re-ranked by cost.
+best point's goodput load is simulated step by step: if the simulation misses a target there, the load
+steps down a fixed lattice of loads (LATTICE_RATIO apart, the same lattice for every SLO) to the first
+one that meets every target (at most SIM_TRIES simulations; the scan starts at the lattice point at or
+above the analytic load). The goodput is the smaller of the analytic load and that lattice load, so a
+looser target never yields less for one finalist: its analytic load is no smaller, its scan starts no
+lower on the same lattice, and every load that meets the tighter target meets the looser one (a
+bisection would not be exact: the simulated percentiles are not monotone in the load). The finalists
+are re-sized on that goodput and re-ranked by cost.
 
 Why a budget matters: vLLM V1 schedules running decodes first and fills the rest of
 max_num_batched_tokens with prompt chunks (vllm/v1/core/sched/scheduler.py, see
@@ -46,8 +51,8 @@ FINALISTS = 2  # cheapest feasible candidates that are tuned and simulated
 # ... plus the cheapest of each GPU type within this factor of the cheapest default-flags cost: tuning gains
 # differ by GPU (dev at ITL 138 ms: 2 x g6e.xlarge $3.72/h while the T4s, left untuned, met 114 ms at $3.16/h)
 FINALIST_COST_WINDOW = 1.5
-SIM_TRIES = 3  # simulations per finalist at most
-BACKOFF = 0.75  # load factor per failed simulation
+SIM_TRIES = 4  # simulations per finalist at most
+LATTICE_RATIO = 2 ** 0.25  # loads the simulation checks: requests/s 2^(k/4); users ceil(2^(k/4)), distinct
 SIM_SEED = 0
 MIN_GAIN = 0.01  # a grid point replaces the default flags only when its goodput is this much higher
 
@@ -104,6 +109,27 @@ def _missed(r: object, targets: tuple[tuple[str, str, float], ...]) -> tuple[str
     return m, q, v, float(r.percentile(m, q))  # type: ignore[attr-defined]
 
 
+def _lattice_down(load: float, integer: bool) -> list[float]:
+    """The loads a simulation tries, largest first: the lattice point at or above `load`, then the
+    next ones below it, SIM_TRIES at most. The lattice (LATTICE_RATIO^k requests/s, or the distinct
+    ceilings of those as users, down to 1) does not depend on the SLO, which makes the rule exact."""
+    k = math.ceil(math.log(max(load, 1e-12)) / math.log(LATTICE_RATIO) - 1e-9)
+    while integer and k > 0 and math.ceil(LATTICE_RATIO ** (k - 1) - 1e-9) >= load:
+        k -= 1  # the ceiling of a lower lattice point already reaches `load`
+    out: list[float] = []
+    while len(out) < SIM_TRIES:
+        x = LATTICE_RATIO ** k
+        k -= 1
+        if integer:
+            x = float(max(1, math.ceil(x - 1e-9)))
+            if out and x >= out[-1]:
+                if x <= 1.0:
+                    break
+                continue
+        out.append(x)
+    return out
+
+
 def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: str, gp: Goodput,
                       budget_note: str) -> tuple[Goodput, str, str, dict[str, float]]:
     """Check the analytic goodput load with the simulation, backing off until every target holds.
@@ -113,19 +139,28 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
     targets = w.slo.targets()
     prompt = Lengths(w.prompt_tokens.mean, w.prompt_tokens.p95)
     output = Lengths(w.output_tokens.mean, w.output_tokens.p95)
-    load = gp.concurrency if mode == "closed" else gp.requests_per_s
+    analytic = max(1.0, float(int(gp.concurrency))) if mode == "closed" else gp.requests_per_s
+    loads = _lattice_down(analytic, mode == "closed")
     failed: tuple[float, tuple[str, str, float, float]] | None = None
-    for _ in range(SIM_TRIES):
-        arr = Arrivals.closed(max(1, int(load))) if mode == "closed" else Arrivals.poisson(load)
+    for load in loads:
+        arr = Arrivals.closed(int(load)) if mode == "closed" else Arrivals.poisson(load)
         r = simulate(cat, cfg, prompt, output, arr, w.prefix_cache_hit_rate, seed=SIM_SEED)
         if _meets(r, targets):
             pred = {f"{m}_{q}_ms": round(r.percentile(m, q), 3) for m in ("ttft", "itl", "tpot", "e2e")
                     for q in ("p50", "p95", "p99")}
-            at = estimate_closed_loop(cat, cfg, WorkloadShape.from_spec(w), max(1, int(load))) \
+            # a lattice load above the analytic one met: size at the analytic one. Throughput comes from the
+            # analytic estimate (closed loop) or the rate itself (open loop), so that it only grows with the
+            # load; the simulation checks the targets (its own throughput over a finite run is not monotone)
+            sized = min(load, analytic)
+            at = estimate_closed_loop(cat, cfg, WorkloadShape.from_spec(w), max(1, int(sized))) \
                 if mode == "closed" else gp.at
-            tokens, rps = r.output_tokens_per_s, r.requests_per_s
-            conc = float(int(load)) if mode == "closed" else r.mean_running
+            if at is not None and mode == "closed":
+                tokens, rps, conc = at.output_tokens_per_s, at.requests_per_s, float(max(1, int(sized)))
+            else:
+                tokens, rps, conc = sized * w.output_tokens.mean, sized, r.mean_running * sized / load
             what = f"{int(load)} concurrent requests" if mode == "closed" else f"{load:.2f} req/s"
+            if sized < load:
+                what += f", sized at the analytic {int(sized)}" if mode == "closed" else f", sized at {sized:.2f}"
             if failed is None:
                 return (replace(gp, output_tokens_per_s=tokens, requests_per_s=rps, concurrency=conc, at=at),
                         f"simulated at {what}: {w.slo.describe()} met ({budget_note})", "", pred)
@@ -137,10 +172,8 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
                     f"{LABELS[code]} ({why}): simulated {m.upper()} {q} {got:.1f} ms at {more} > {v:g} ms target, "
                     f"met at {what} ({budget_note})", code, pred)
         failed = (load, _missed(r, targets))
-        if mode == "closed" and load <= 1:
-            break
-        load = max(1.0, math.floor(load * BACKOFF)) if mode == "closed" else load * BACKOFF
     # the simulation misses at every load tried: keep the smallest load tried as the goodput, said so
+    load = min(loads[-1], analytic)
     fl, (m, q, v, got) = failed if failed else (load, ("itl", "p95", 0.0, 0.0))
     scale = min(1.0, load / (gp.concurrency if mode == "closed" else max(gp.requests_per_s, 1e-12)))
     code = "itl-tail" if m in ("itl", "tpot") else "ttft-queueing"
@@ -172,8 +205,17 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
                 seen.add(gpu)
                 chosen.append(i)
     out = list(feasible)
+    tuned: dict[object, Evaluated] = {}
     for i in chosen:
         out[i] = tune(p.catalog, p.model, p.workload, p.demand, feasible[i], p.hardware.redundancy)
+        tuned.setdefault(_cfg(p.model, feasible[i], p.workload), out[i])
+    # a candidate whose replica is the same as a tuned one's (same GPU, precision and parallelism on another
+    # instance size) serves the same: it gets the same flags and simulated goodput, so that a purchase split
+    # or a mix that lands on the other instance size does not fall back to the default flags
+    for j, ev in enumerate(feasible):
+        t = tuned.get(_cfg(p.model, ev, p.workload)) if j not in chosen else None
+        if t is not None:
+            out[j] = resize(replace(ev, gp=t.gp, tuning=t.tuning), p.demand, p.hardware.redundancy, ev.goodput_scale)
     return out
 
 

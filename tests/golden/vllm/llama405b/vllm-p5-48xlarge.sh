@@ -7,7 +7,7 @@ vllm serve \
     --tensor-parallel-size 8 \
     --pipeline-parallel-size 2 \
     --max-model-len 131072 \
-    --max-num-seqs 64 \
+    --max-num-seqs 256 \
     --max-num-batched-tokens 512 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
@@ -27,7 +27,7 @@ vllm serve \
     --tensor-parallel-size 8 \
     --pipeline-parallel-size 2 \
     --max-model-len 131072 \
-    --max-num-seqs 64 \
+    --max-num-seqs 256 \
     --max-num-batched-tokens 512 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \

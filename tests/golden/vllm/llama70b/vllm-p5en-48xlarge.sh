@@ -4,11 +4,11 @@ vllm serve \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3.1-70b-instruct \
-    --tensor-parallel-size 2 \
+    --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
     --max-model-len 131072 \
-    --max-num-seqs 256 \
-    --max-num-batched-tokens 512 \
+    --max-num-seqs 64 \
+    --max-num-batched-tokens 2048 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
