@@ -46,6 +46,7 @@ Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}  # standard-normal quant
 TAIL = 0.05  # the p95's tail mass
 _STD_NORMAL = NormalDist()
 BURST_RANKS = 64  # ranks a burst's mean TTFT averages over (midpoint rule)
+BATCH_TOLERANCE = 1e-6  # running sequences: where an open loop's batch B = R x (TTFT + decode time) is solved to
 # How sharply an ITL percentile switches to the prefill-carrying step as their share of steps nears
 # the tail mass (1 - q). A pooled percentile over all gaps is a step function of that share; the
 # ramp keeps it continuous and monotone for the goodput bisection.
@@ -530,7 +531,7 @@ def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShap
         est = _estimate(c, shape, pt, float(c.cap), capped=True)
         return replace(est, explanation=f"unstable: {r:.2f} req/s exceeds what the replica serves; " + est.explanation)
     lo, hi = 0.0, float(c.cap)
-    for _ in range(40):
+    while hi - lo > BATCH_TOLERANCE:
         mid = 0.5 * (lo + hi)
         if excess(mid) > 0:
             lo = mid
