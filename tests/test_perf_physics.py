@@ -33,7 +33,7 @@ shapes = st.builds(WorkloadShape, st.sampled_from([32.0, 512.0, 2048.0, 8192.0])
 
 def _fits(cfg: ReplicaConfig, shape: WorkloadShape) -> bool:
     try:
-        return _ctx(CAT, cfg, shape).cap >= 1
+        return _ctx(CAT, cfg, shape).max_running >= 1
     except Exception:  # a TP that does not split the heads, or an unsupported precision: not this test's subject
         return False
 

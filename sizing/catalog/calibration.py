@@ -136,7 +136,7 @@ class Calibration:
         spec = PARAMS[name]
         return spec.prior if spec.fixed else self.values.get(name, spec.prior)
 
-    def bw_eff(self, hbm: bool) -> float:
+    def bandwidth_fraction(self, hbm: bool) -> float:
         return self.v("hbm_bandwidth_efficiency" if hbm else "gddr_bandwidth_efficiency")
 
     def engine_eff(self, engine: str) -> float:

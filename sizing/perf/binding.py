@@ -98,4 +98,4 @@ def _ms(v: float) -> str:
 def _kv_capped(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> bool:
     from sizing.perf.load import _ctx
 
-    return _ctx(catalog, cfg, shape).cap_reason == "kv-capacity"
+    return _ctx(catalog, cfg, shape).max_running_reason == "kv-capacity"

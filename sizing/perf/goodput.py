@@ -40,22 +40,22 @@ def _why_not(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, e: Load
     c = _ctx(catalog, cfg, shape)
     miss = missed_target(e, targets) if targets else None
     if miss is not None and miss[0] != "ttft" and not (miss[0] == "itl" and miss[1] == "p95"):
-        floor_ms = c.sm.step_s(1.0, c.ctx_decode) * 1e3
+        floor_ms = c.sm.step_s(1.0, c.mean_decode_context) * 1e3
         return "misses-itl", (
             f"misses {miss[0].upper()} {miss[1]}: {e.percentile(miss[0], miss[1]):.0f} ms at one request > "
             f"{miss[2]:g} ms target (decode-step floor {floor_ms:.0f} ms: {c.sm.weight_gib_per_gpu:.1f} GiB of "
-            f"weights per GPU at {c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bw_eff:.2f} efficiency)")
+            f"weights per GPU at {c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bandwidth_fraction:.2f} efficiency)")
     if miss is not None and miss[0] == "ttft" and miss[1] != "p95":
         return "misses-ttft", (
             f"misses TTFT {miss[1]}: {e.percentile('ttft', miss[1]):.0f} ms at one request > {miss[2]:g} ms target")
     if miss is not None:
         ttft_p95_ms, itl_p95_ms = ((miss[2], math.inf) if miss[0] == "ttft" else (math.inf, miss[2]))
     if e.itl_p95_ms > itl_p95_ms:
-        floor_ms = c.sm.step_s(1.0, c.ctx_decode) * 1e3
+        floor_ms = c.sm.step_s(1.0, c.mean_decode_context) * 1e3
         return "misses-itl", (
             f"misses ITL: decode-step floor {floor_ms:.0f} ms (reading {c.sm.weight_gib_per_gpu:.1f} GiB of weights "
-            f"per GPU at {c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bw_eff:.2f} efficiency; p95 at one request "
-            f"{e.itl_p95_ms:.0f} ms) > {itl_p95_ms:g} ms p95 target")
+            f"per GPU at {c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bandwidth_fraction:.2f} efficiency; p95 at one "
+            f"request {e.itl_p95_ms:.0f} ms) > {itl_p95_ms:g} ms p95 target")
     return "misses-ttft", (
         f"misses TTFT: prefill of a {shape.prompt_tokens_p95 or shape.prompt_tokens:.0f}-token prompt alone takes "
         f"{e.ttft_p95_ms:.0f} ms (p95) > {ttft_p95_ms:g} ms p95 target")
@@ -79,7 +79,7 @@ def goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95
 def _goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float, itl_p95_ms: float,
              mode: str, targets: Targets | None = None) -> Goodput:
     c = _ctx(catalog, cfg, shape)
-    if c.cap < 1:
+    if c.max_running < 1:
         return Goodput(False, 0.0, 0.0, 0.0, None, f"does not fit: {c.fit.reason}", "does-not-fit")
     one = estimate_closed_loop(catalog, cfg, shape, 1)
     if not _meets(one, ttft_p95_ms, itl_p95_ms, targets):
@@ -87,7 +87,7 @@ def _goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p9
         return Goodput(False, 0.0, 0.0, 0.0, one, why, code)
     if mode == "open":
         return _goodput_open(catalog, cfg, shape, ttft_p95_ms, itl_p95_ms, one, targets)
-    lo, hi = 1, c.cap  # meets at lo; find the largest meeting n
+    lo, hi = 1, c.max_running  # meets at lo; find the largest meeting n
     best = one
     if (top := estimate_closed_loop(catalog, cfg, shape, hi)) and _meets(top, ttft_p95_ms, itl_p95_ms, targets):
         lo, best = hi, top
@@ -112,7 +112,7 @@ def _goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p9
 
 def _goodput_open(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float,
                   itl_p95_ms: float, one: LoadEstimate, targets: Targets | None = None) -> Goodput:
-    full = estimate_closed_loop(catalog, cfg, shape, _ctx(catalog, cfg, shape).cap)
+    full = estimate_closed_loop(catalog, cfg, shape, _ctx(catalog, cfg, shape).max_running)
     lo, hi = 0.0, max(full.requests_per_s, one.requests_per_s) * 1.05
     best: LoadEstimate | None = None
     for _ in range(30):

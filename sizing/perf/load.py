@@ -141,20 +141,20 @@ class _Ctx:
 
     sm: StepModel
     fit: MemoryFit
-    cap: int  # largest batch: min(max_num_seqs, KV capacity)
-    cap_reason: str  # "kv-capacity" | "engine-limit"
+    max_running: int  # sequences per replica in one step at most: min(max_num_seqs, KV capacity)
+    max_running_reason: str  # "kv-capacity" | "engine-limit"
     budget: float  # max_num_batched_tokens
-    isl_eff: float  # prompt tokens that need compute (prefix-cache misses)
-    isl_eff_p95: float
+    prefill_tokens: float  # prompt tokens that need compute (prefix-cache misses)
+    prefill_tokens_p95: float
     cached_tokens: float
-    osl_decode: float  # decode steps per request (output - 1, at least 1)
-    osl_tail: float  # decode steps of the longest requests (output p95 - 1), for a burst's drain
-    ctx_decode: float  # mean context a decoding sequence attends over
+    decode_steps: float  # decode steps per request (output - 1, at least 1)
+    decode_steps_p95: float  # decode steps of the longest requests (output p95 - 1), for a burst's drain
+    mean_decode_context: float  # mean context a decoding sequence attends over
     cv2_service: float
     prompt_sigma: float  # log-normal sigma of prompt lengths (from mean and p95)
     request_overhead_s: float
     frontend_s_per_request: float  # the API server's ingest time per prompt, s
-    bw_eff: float
+    bandwidth_fraction: float  # achieved share of the GPU's datasheet memory bandwidth (0..1)
     memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -225,14 +225,14 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     isl_p95 = shape.prompt_tokens_p95 or shape.prompt_tokens
     cv = max(isl_p95 / shape.prompt_tokens - 1.0, 0.0) / P95_Z if shape.prompt_tokens > 0 else 0.0
     sigma = math.log(max(isl_p95 / shape.prompt_tokens, 1.0)) / P95_Z if shape.prompt_tokens > 0 else 0.0
-    return _Ctx(sm=sm, fit=fit, cap=cap, cap_reason=why, budget=float(budget),
-                isl_eff=shape.prompt_tokens * (1 - hit), isl_eff_p95=isl_p95 * (1 - hit),
-                cached_tokens=shape.prompt_tokens * hit, osl_decode=max(shape.output_tokens - 1.0, 1.0),
-                osl_tail=max((shape.output_tokens_p95 or shape.output_tokens) - 1.0, 1.0),
-                ctx_decode=shape.prompt_tokens + shape.output_tokens / 2.0, cv2_service=cv * cv,
+    return _Ctx(sm=sm, fit=fit, max_running=cap, max_running_reason=why, budget=float(budget),
+                prefill_tokens=shape.prompt_tokens * (1 - hit), prefill_tokens_p95=isl_p95 * (1 - hit),
+                cached_tokens=shape.prompt_tokens * hit, decode_steps=max(shape.output_tokens - 1.0, 1.0),
+                decode_steps_p95=max((shape.output_tokens_p95 or shape.output_tokens) - 1.0, 1.0),
+                mean_decode_context=shape.prompt_tokens + shape.output_tokens / 2.0, cv2_service=cv * cv,
                 prompt_sigma=sigma, request_overhead_s=cal.v("request_overhead_ms") / 1e3,
                 frontend_s_per_request=cal.v("frontend_ms_per_request") / 1e3,
-                bw_eff=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9))
+                bandwidth_fraction=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9))
 
 
 def _saturated_batch(c: _Ctx) -> float:
@@ -241,14 +241,14 @@ def _saturated_batch(c: _Ctx) -> float:
     decodes first and prefills in what is left of max_num_batched_tokens, so in steady state the
     prefill completion rate (budget - B) / prompt per step equals the decode completion rate
     B / output: B = budget × output / (prompt + output)."""
-    return max(1.0, min(float(c.cap), c.budget * c.osl_decode / (c.isl_eff + c.osl_decode)))
+    return max(1.0, min(float(c.max_running), c.budget * c.decode_steps / (c.prefill_tokens + c.decode_steps)))
 
 
 # --- step-level quantities (seconds) ---------------------------------------------------------
 def _others_prefill(c: _Ctx, batch: float) -> float:
     """Prompt tokens per decode step that the other batch - 1 running requests bring: a request's
     own prefill happens before its first token (in TTFT), never inside its ITL."""
-    return max(batch - 1.0, 0.0) * c.isl_eff / c.osl_decode
+    return max(batch - 1.0, 0.0) * c.prefill_tokens / c.decode_steps
 
 
 def _memo(name: str):  # type: ignore[no-untyped-def]
@@ -275,13 +275,13 @@ def _cycle_s(c: _Ctx, batch: float) -> float:
     once, not in every step); beyond that every step carries prefill and the work is spread over
     budget-sized steps."""
     p = _others_prefill(c, batch)
-    ch = _chunk(c, batch, c.isl_eff)
+    ch = _chunk(c, batch, c.prefill_tokens)
     if p <= ch and ch > 0:
-        decode = c.sm.step_s(batch, c.ctx_decode)
-        with_chunk = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + c.isl_eff / 2)
+        decode = c.sm.step_s(batch, c.mean_decode_context)
+        with_chunk = c.sm.step_s(batch, c.mean_decode_context, ch, c.cached_tokens + c.prefill_tokens / 2)
         return decode + (p / ch) * (with_chunk - decode)
     n = max(1.0, (batch + p) / c.budget)
-    return c.sm.step_s(batch, c.ctx_decode, p, c.cached_tokens + c.isl_eff / 2, n_steps=n)
+    return c.sm.step_s(batch, c.mean_decode_context, p, c.cached_tokens + c.prefill_tokens / 2, n_steps=n)
 
 
 def _chunk(c: _Ctx, batch: float, prompt: float) -> float:
@@ -291,9 +291,9 @@ def _chunk(c: _Ctx, batch: float, prompt: float) -> float:
 @_memo("itl_steps")
 def _itl_steps(c: _Ctx, batch: float) -> tuple[float, float, float]:
     """(decode-only step s, prefill-carrying step s, share of a request's gaps that carry a chunk)."""
-    decode = c.sm.step_s(batch, c.ctx_decode)
-    ch = _chunk(c, batch, c.isl_eff_p95)
-    chunked = c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + c.isl_eff / 2)
+    decode = c.sm.step_s(batch, c.mean_decode_context)
+    ch = _chunk(c, batch, c.prefill_tokens_p95)
+    chunked = c.sm.step_s(batch, c.mean_decode_context, ch, c.cached_tokens + c.prefill_tokens / 2)
     share = min(_others_prefill(c, batch) / ch, 1.0) if ch > 0 else 0.0
     return decode, chunked, share
 
@@ -309,8 +309,8 @@ def _itl_q_s(c: _Ctx, batch: float, mean_s: float, q: float) -> float:
 def _tpot_q_s(c: _Ctx, batch: float, mean_s: float, q: float) -> float:
     """TPOT percentile q over requests: a request's gaps hold a Poisson number of chunked steps."""
     decode, chunked, share = _itl_steps(c, batch)
-    m = share * c.osl_decode
-    return max(mean_s + (chunked - decode) * Z[q] * math.sqrt(m) / c.osl_decode, mean_s if q >= 0.5 else decode)
+    m = share * c.decode_steps
+    return max(mean_s + (chunked - decode) * Z[q] * math.sqrt(m) / c.decode_steps, mean_s if q >= 0.5 else decode)
 
 
 def _prefill_s(c: _Ctx, batch: float, prompt: float) -> float:
@@ -324,10 +324,10 @@ def _prefill_s(c: _Ctx, batch: float, prompt: float) -> float:
 
 def _prefill_raw(c: _Ctx, batch: float, prompt: float) -> float:
     if prompt <= 0:
-        return c.sm.step_s(max(batch, 1.0), c.ctx_decode)
+        return c.sm.step_s(max(batch, 1.0), c.mean_decode_context)
     ch = _chunk(c, batch, prompt)
     # chunk k of a prompt attends over the k - 1 chunks before it: over all chunks, prompt / 2 on average
-    return (prompt / ch) * c.sm.step_s(batch, c.ctx_decode, ch, c.cached_tokens + prompt / 2)
+    return (prompt / ch) * c.sm.step_s(batch, c.mean_decode_context, ch, c.cached_tokens + prompt / 2)
 
 
 @_memo("busy")
@@ -339,11 +339,11 @@ def _prefill_busy_s(c: _Ctx, batch: float) -> float:
     falls as a larger batch already touches its experts; at the low rates of small batches the
     queue is short either way)."""
     b = _saturated_batch(c)
-    ch = _chunk(c, b, c.isl_eff)
+    ch = _chunk(c, b, c.prefill_tokens)
     if ch <= 0:
         return 0.0
-    with_chunk = c.sm.step_s(b, c.ctx_decode, ch, c.cached_tokens + c.isl_eff / 2)
-    return (c.isl_eff / ch) * max(with_chunk - c.sm.step_s(b, c.ctx_decode), 0.0)
+    with_chunk = c.sm.step_s(b, c.mean_decode_context, ch, c.cached_tokens + c.prefill_tokens / 2)
+    return (c.prefill_tokens / ch) * max(with_chunk - c.sm.step_s(b, c.mean_decode_context), 0.0)
 
 
 def _wait_q(mean: float, rho: float, q: float) -> float:
@@ -374,15 +374,15 @@ class _Point:
 def _prompt_q(c: _Ctx, q: float) -> float:
     """Prompt tokens needing compute at percentile q (log-normal from mean and p95)."""
     if q == 0.95:
-        return c.isl_eff_p95
-    return c.isl_eff * math.exp(c.prompt_sigma * Z[q]) if q > 0.5 else c.isl_eff
+        return c.prefill_tokens_p95
+    return c.prefill_tokens * math.exp(c.prompt_sigma * Z[q]) if q > 0.5 else c.prefill_tokens
 
 
 def _point(c: _Ctx, batch: float, lam: float, queue_s: float = 0.0) -> _Point:
     itl = _cycle_s(c, batch)
-    s = _prefill_s(c, batch, c.isl_eff)
+    s = _prefill_s(c, batch, c.prefill_tokens)
     w, rho = _wait_s(c, lam, s, _prefill_busy_s(c, batch))
-    residual = 0.5 * c.sm.step_s(batch, c.ctx_decode) if batch > 1 else 0.0
+    residual = 0.5 * c.sm.step_s(batch, c.mean_decode_context) if batch > 1 else 0.0
     base = queue_s + residual + c.request_overhead_s
     if not math.isfinite(w):
         return _Point(batch, lam, math.inf, {q: math.inf for q in (0.5, 0.95, 0.99)}, itl, stable=False)
@@ -394,8 +394,8 @@ def _point(c: _Ctx, batch: float, lam: float, queue_s: float = 0.0) -> _Point:
 def _closed(c: _Ctx, n: float) -> _Point:
     """Closed loop with n ≤ cap in flight: bisection on λ = n / E2E(λ)."""
     itl = _cycle_s(c, n)
-    d = c.osl_decode * itl
-    s = _prefill_s(c, n, c.isl_eff) + c.request_overhead_s
+    d = c.decode_steps * itl
+    s = _prefill_s(c, n, c.prefill_tokens) + c.request_overhead_s
     busy = _prefill_busy_s(c, n)
     lo, hi = 0.0, min(n / (s + d), (1.0 - 1e-9) / busy if busy > 0 else math.inf)
     for _ in range(48):
@@ -409,13 +409,13 @@ def _closed(c: _Ctx, n: float) -> _Point:
 
 
 def _bound(c: _Ctx, batch: float, capped: bool) -> tuple[str, str]:
-    mem, comp, comm = c.sm.parts(batch, c.ctx_decode, _others_prefill(c, batch))
+    mem, comp, comm = c.sm.parts(batch, c.mean_decode_context, _others_prefill(c, batch))
     w_gib = c.sm.weight_gib_per_gpu
     if capped and mem >= comp:
-        if c.cap_reason == "kv-capacity":
-            return "kv-capacity", (f"the KV cache holds only {c.cap} sequences of this length, so the batch "
+        if c.max_running_reason == "kv-capacity":
+            return "kv-capacity", (f"the KV cache holds only {c.max_running} sequences of this length, so the batch "
                                    "stays small and each step is dominated by reading weights")
-        return "engine-limit", (f"the engine's max_num_seqs ({c.cap}) caps the batch while steps are still "
+        return "engine-limit", (f"the engine's max_num_seqs ({c.max_running}) caps the batch while steps are still "
                                 "memory-bound")
     if comm > max(mem, comp):
         return "communication", (f"tensor-parallel all-reduces ({c.sm.allreduces_per_stage} per step over tp="
@@ -424,23 +424,23 @@ def _bound(c: _Ctx, batch: float, capped: bool) -> tuple[str, str]:
         return "compute", (f"at batch {batch:.0f} the matrix math ({comp * 1e3:.1f} ms per step) outweighs "
                            f"reading memory ({mem * 1e3:.1f} ms)")
     return "memory-bandwidth", (f"each step reads {w_gib:.1f} GiB of weights per GPU plus the KV cache at "
-                                f"{c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bw_eff:.2f} efficiency "
+                                f"{c.sm.peak_bandwidth_gbs:.0f} GB/s × {c.bandwidth_fraction:.2f} efficiency "
                                 f"({mem * 1e3:.1f} ms) which outweighs the math ({comp * 1e3:.1f} ms)")
 
 
 def _estimate(c: _Ctx, shape: WorkloadShape, pt: _Point, concurrency: float, capped: bool) -> LoadEstimate:
-    e2e = pt.ttft_s + c.osl_decode * pt.itl_s
+    e2e = pt.ttft_s + c.decode_steps * pt.itl_s
     bound, why = _bound(c, pt.batch, capped)
     b, itl = pt.batch, pt.itl_s
     tq = {q: _tpot_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
     iq = {q: _itl_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
-    e2e_q = {q: pt.ttft_q_s[q] + c.osl_decode * tq[q] for q in (0.5, 0.95, 0.99)}
+    e2e_q = {q: pt.ttft_q_s[q] + c.decode_steps * tq[q] for q in (0.5, 0.95, 0.99)}
     return LoadEstimate(
         concurrency=concurrency, requests_per_s=pt.lam, output_tokens_per_s=pt.lam * shape.output_tokens,
         ttft_ms=pt.ttft_s * 1e3, ttft_p95_ms=pt.ttft_q_s[0.95] * 1e3, itl_ms=itl * 1e3,
         itl_p95_ms=iq[0.95] * 1e3, e2e_latency_ms=e2e * 1e3,
-        decode_step_ms=c.sm.step_s(b, c.ctx_decode) * 1e3, bound=bound,
-        max_concurrent_sequences=c.cap, stable=pt.stable, explanation=why,
+        decode_step_ms=c.sm.step_s(b, c.mean_decode_context) * 1e3, bound=bound,
+        max_concurrent_sequences=c.max_running, stable=pt.stable, explanation=why,
         ttft_p50_ms=pt.ttft_q_s[0.5] * 1e3, ttft_p99_ms=pt.ttft_q_s[0.99] * 1e3,
         itl_p50_ms=iq[0.5] * 1e3, itl_p99_ms=iq[0.99] * 1e3, tpot_p50_ms=tq[0.5] * 1e3,
         tpot_p95_ms=tq[0.95] * 1e3, tpot_p99_ms=tq[0.99] * 1e3, e2e_p50_ms=e2e_q[0.5] * 1e3,
@@ -468,7 +468,7 @@ def estimate_closed_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadSh
     prompts: the API server hands them over one after another (frontend time per request) and
     their prefills run back to back, instead of arriving at random (the M/G/1 wait)."""
     c = _ctx(catalog, cfg, shape)
-    if c.cap < 1:
+    if c.max_running < 1:
         return _infeasible_estimate(c, concurrency)
     n = max(float(concurrency), 1.0)
     limit = _saturated_batch(c)
@@ -476,7 +476,7 @@ def estimate_closed_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadSh
         est = _estimate(c, shape, _closed(c, n), n, capped=False)
         return _synchronize(c, shape, est, n) if synchronized and n > 1 else est
     full = _closed(c, limit)
-    e2e_active = full.ttft_s + c.osl_decode * full.itl_s
+    e2e_active = full.ttft_s + c.decode_steps * full.itl_s
     queue = n / full.lam - e2e_active
     return _estimate(c, shape, _shift_ttft(full, queue), n, capped=True)
 
@@ -484,7 +484,7 @@ def estimate_closed_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadSh
 def _fill_frac(c: _Ctx, n: float, frac: float) -> float:
     """Share of the time to prefill n prompts back to back after which the prompt at rank frac·n has
     its first token: prompts finish at the end of the budget-sized step that holds their last chunk."""
-    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
+    steps = max(1.0, math.ceil(n * c.prefill_tokens / c.budget - 1e-9))
     return min(1.0, max(math.ceil(frac * steps - 1e-9), 1.0) / steps)
 
 
@@ -495,42 +495,42 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     its k groups finish k different steps apart, and every later round arrives as k groups of n/k
     staggered by those steps, each prefilled beside the others' decodes (so the groups' size, not
     the users', sets the TTFT)."""
-    steps = max(1.0, math.ceil(n * c.isl_eff / c.budget - 1e-9))
+    steps = max(1.0, math.ceil(n * c.prefill_tokens / c.budget - 1e-9))
     g = n / steps  # requests per group
     round_s = overlap(_fill_s(c, g), g * c.frontend_s_per_request, 4.0) \
-        + c.sm.step_s(n, c.ctx_decode)
+        + c.sm.step_s(n, c.mean_decode_context)
     base = c.request_overhead_s
     ttft = {q: base + round_s for q in (0.5, 0.95, 0.99)}
     mean = base + round_s
-    e2e = mean + c.osl_decode * est.itl_ms / 1e3
+    e2e = mean + c.decode_steps * est.itl_ms / 1e3
     lam = n / e2e
     return replace(est, ttft_ms=mean * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
                    ttft_p99_ms=ttft[0.99] * 1e3, e2e_latency_ms=e2e * 1e3, requests_per_s=lam,
                    output_tokens_per_s=lam * shape.output_tokens,
-                   e2e_p50_ms=(ttft[0.5] + c.osl_decode * est.tpot_p50_ms / 1e3) * 1e3,
-                   e2e_p95_ms=(ttft[0.95] + c.osl_decode * est.tpot_p95_ms / 1e3) * 1e3,
-                   e2e_p99_ms=(ttft[0.99] + c.osl_decode * est.tpot_p99_ms / 1e3) * 1e3)
+                   e2e_p50_ms=(ttft[0.5] + c.decode_steps * est.tpot_p50_ms / 1e3) * 1e3,
+                   e2e_p95_ms=(ttft[0.95] + c.decode_steps * est.tpot_p95_ms / 1e3) * 1e3,
+                   e2e_p99_ms=(ttft[0.99] + c.decode_steps * est.tpot_p99_ms / 1e3) * 1e3)
 
 
 def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
                        requests_per_s: float) -> LoadEstimate:
     """Poisson arrivals at `requests_per_s`; the active batch solves B = R × (TTFT + decode time)."""
     c = _ctx(catalog, cfg, shape)
-    if c.cap < 1:
+    if c.max_running < 1:
         return _infeasible_estimate(c, 0.0)
     r = max(requests_per_s, 1e-9)
 
     def excess(b: float) -> float:
         pt = _point(c, b, r)
-        return r * (pt.ttft_s + c.osl_decode * pt.itl_s) - b if pt.stable else math.inf
+        return r * (pt.ttft_s + c.decode_steps * pt.itl_s) - b if pt.stable else math.inf
 
-    if excess(float(c.cap)) > 0:
-        pt = _point(c, float(c.cap), r)
-        lam = c.cap / (pt.ttft_s + c.osl_decode * pt.itl_s) if pt.stable else 0.0
+    if excess(float(c.max_running)) > 0:
+        pt = _point(c, float(c.max_running), r)
+        lam = c.max_running / (pt.ttft_s + c.decode_steps * pt.itl_s) if pt.stable else 0.0
         pt = replace(pt, lam=lam, ttft_s=math.inf, ttft_q_s={q: math.inf for q in pt.ttft_q_s}, stable=False)
-        est = _estimate(c, shape, pt, float(c.cap), capped=True)
+        est = _estimate(c, shape, pt, float(c.max_running), capped=True)
         return replace(est, explanation=f"unstable: {r:.2f} req/s exceeds what the replica serves; " + est.explanation)
-    lo, hi = 0.0, float(c.cap)
+    lo, hi = 0.0, float(c.max_running)
     while hi - lo > BATCH_TOLERANCE:
         mid = 0.5 * (lo + hi)
         if excess(mid) > 0:
@@ -545,11 +545,11 @@ def estimate_offline(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape)
     """Everything queued: the engine runs its largest batch, min(max_num_seqs, KV capacity).
     Throughput = batch / cycle; TTFT is the mean wait to prefill one full batch (half of it)."""
     c = _ctx(catalog, cfg, shape)
-    if c.cap < 1:
+    if c.max_running < 1:
         return _infeasible_estimate(c, 0.0)
     b = _saturated_batch(c)
     itl = _cycle_s(c, b)
-    lam = b / (c.osl_decode * itl + _prefill_s(c, b, c.isl_eff))
+    lam = b / (c.decode_steps * itl + _prefill_s(c, b, c.prefill_tokens))
     fill = _fill_s(c, b)
     pt = _Point(b, lam, fill / 2 + c.request_overhead_s,
                 {q: fill * q + c.request_overhead_s for q in (0.5, 0.95, 0.99)}, itl)
@@ -559,8 +559,8 @@ def estimate_offline(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape)
 
 def _fill_s(c: _Ctx, b: float) -> float:
     """Time to prefill b prompts back to back in max_num_batched_tokens chunks."""
-    return c.sm.step_s(0.0, 0.0, b * c.isl_eff, c.cached_tokens + c.isl_eff / 2,
-                       n_steps=max(1.0, b * c.isl_eff / c.budget))
+    return c.sm.step_s(0.0, 0.0, b * c.prefill_tokens, c.cached_tokens + c.prefill_tokens / 2,
+                       n_steps=max(1.0, b * c.prefill_tokens / c.budget))
 
 
 def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_prompts: int) -> LoadEstimate:
@@ -573,7 +573,7 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     the longest outputs (output p95). Throughput = N × output / makespan; TTFT percentiles are over
     the N requests; ITL tails include the fill's full-budget steps."""
     c = _ctx(catalog, cfg, shape)
-    if c.cap < 1:
+    if c.max_running < 1:
         return _infeasible_estimate(c, 0.0)
     n = max(float(n_prompts), 1.0)
     b = min(n, _saturated_batch(c))
@@ -581,8 +581,8 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     # the API server ingests the prompts one after another while the engine prefills them: the slower
     # of the two paces the fill (a smooth max, exponent 4)
     fill = overlap(_fill_s(c, b), b * c.frontend_s_per_request, 4.0)
-    own = _prefill_s(c, b, c.isl_eff)
-    e2e_ss = own + c.osl_decode * itl
+    own = _prefill_s(c, b, c.prefill_tokens)
+    e2e_ss = own + c.decode_steps * itl
     lam = b / e2e_ss
     rest = n - b
     ovh = c.request_overhead_s
@@ -598,35 +598,37 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
         return ovh + ingest + t
 
     mean_ttft = sum(ttft_at((k + 0.5) / BURST_RANKS) for k in range(BURST_RANKS)) / BURST_RANKS
-    drain = c.osl_tail * c.sm.step_s(max(b * TAIL, 1.0), c.ctx_decode) if c.osl_tail > c.osl_decode else 0.0
+    drain = (c.decode_steps_p95 * c.sm.step_s(max(b * TAIL, 1.0), c.mean_decode_context)
+             if c.decode_steps_p95 > c.decode_steps else 0.0)
     # a finite burst has nothing left to prefill once its last prompt is admitted: the replacement
     # phase (rest / λ) runs steps that carry the newcomers' prefill (the steady cycle), the last batch
     # then decodes in decode-only steps. The mean ITL pools all gaps of both phases.
-    d0 = c.sm.step_s(b, c.ctx_decode)
+    d0 = c.sm.step_s(b, c.mean_decode_context)
     t_repl = rest / lam
     repl_gaps = t_repl / itl
-    itl_mean = (t_repl + c.osl_decode * d0) / (repl_gaps + c.osl_decode)
-    repl_frac = repl_gaps / (repl_gaps + c.osl_decode)
+    itl_mean = (t_repl + c.decode_steps * d0) / (repl_gaps + c.decode_steps)
+    repl_frac = repl_gaps / (repl_gaps + c.decode_steps)
     # the fill's full-budget steps: the first B requests decode through half of them on average, and
     # those gaps are in the mean too (a 1,000-prompt burst's first requests wait out ~26 steps that each
     # prefill 8,192 tokens)
-    fill_steps = max(1.0, b * c.isl_eff / c.budget)
-    share = (b / n) * min(1.0, fill_steps / 2.0 / c.osl_decode)
-    full = c.sm.step_s(b / 2.0, c.ctx_decode, max(c.budget - b / 2.0, 0.0), c.cached_tokens + c.isl_eff / 2)
+    fill_steps = max(1.0, b * c.prefill_tokens / c.budget)
+    share = (b / n) * min(1.0, fill_steps / 2.0 / c.decode_steps)
+    full = c.sm.step_s(b / 2.0, c.mean_decode_context, max(c.budget - b / 2.0, 0.0),
+                       c.cached_tokens + c.prefill_tokens / 2)
     base = itl_mean
     itl_mean += share * max(full - base, 0.0)
     # TPOT's mean is over requests: a short request spends a larger part of its few gaps in the fill's
     # steps, so with long-tailed outputs (lognormal, p95 / mean from the shape) the mean over requests of
     # min(1, fill steps / 2 / its output) exceeds the pooled share (Jensen)
-    sig = math.log(max(c.osl_tail / c.osl_decode, 1.0)) / P95_Z
-    mu = math.log(c.osl_decode) - sig * sig / 2.0
+    sig = math.log(max(c.decode_steps_p95 / c.decode_steps, 1.0)) / P95_Z
+    mu = math.log(c.decode_steps) - sig * sig / 2.0
     half = fill_steps / 2.0
     req_share = (b / n) * sum(min(1.0, half / max(math.exp(mu + sig * _STD_NORMAL.inv_cdf((k + 0.5) / 32)), 1.0))
                               for k in range(32)) / 32
     tpot_mean = base + req_share * max(full - base, 0.0)
-    makespan = fill + t_repl + c.osl_decode * d0 + drain + ovh
+    makespan = fill + t_repl + c.decode_steps * d0 + drain + ovh
     pt = _Point(b, n / makespan, mean_ttft, {q: ttft_at(q) for q in (0.5, 0.95, 0.99)}, itl_mean)
-    est = _estimate(c, shape, pt, b, capped=b >= c.cap)
+    est = _estimate(c, shape, pt, b, capped=b >= c.max_running)
     # the steady state's share of chunk-carrying gaps holds only in the replacement phase
     decode, chunked, ss_share = _itl_steps(c, b)
     for q, name in ((0.5, "itl_p50_ms"), (0.95, "itl_p95_ms"), (0.99, "itl_p99_ms")):
@@ -636,8 +638,8 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     for q, name in ((0.5, "itl_p50_ms"), (0.95, "itl_p95_ms"), (0.99, "itl_p99_ms")):
         ramp = min(1.0, share / (1.0 - q)) ** P95_RAMP_EXPONENT
         tails[name] = max(getattr(est, name), (est.decode_step_ms + (full * 1e3 - est.decode_step_ms) * ramp))
-    m = share * c.osl_decode
-    dz = (full - c.sm.step_s(b, c.ctx_decode)) * math.sqrt(m) / c.osl_decode * 1e3
+    m = share * c.decode_steps
+    dz = (full - c.sm.step_s(b, c.mean_decode_context)) * math.sqrt(m) / c.decode_steps * 1e3
     tp = {name: max(getattr(est, name), est.itl_ms + Z[q] * dz)
           for q, name in ((0.95, "tpot_p95_ms"), (0.99, "tpot_p99_ms"))}
     return replace(est, output_tokens_per_s=n * shape.output_tokens / makespan, tpot_ms=tpot_mean * 1e3, **tails, **tp)

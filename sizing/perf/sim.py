@@ -253,7 +253,8 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         issued = min(n_users, n)
         # staggered: the users' first requests spread over one request's lifetime (a steady state
         # with random phases); otherwise all start at t = 0 and fixed lengths keep them in lockstep
-        span = (c.osl_decode * sm.step_s(float(issued), c.ctx_decode) + c.request_overhead_s) if staggered else 0.0
+        span = ((c.decode_steps * sm.step_s(float(issued), c.mean_decode_context) + c.request_overhead_s)
+                if staggered else 0.0)
         starts = np.sort(rng.uniform(0.0, span, issued)) if span > 0 else np.zeros(issued)
         sends = [(float(t0), i) for i, t0 in enumerate(starts)]
     else:

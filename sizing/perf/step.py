@@ -288,7 +288,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         attn_flops_per_ctx_token_per_gpu=_attn_flops_per_ctx_token(model) / n,
         allreduces_per_stage=int(math.ceil(2 * model.num_layers / pp)),
         allreduce_bytes_per_token=model.hidden_size * 2.0,
-        bw_bytes_per_s=gpu.memory_bandwidth_gbs * GB * cal.bw_eff(hbm),
+        bw_bytes_per_s=gpu.memory_bandwidth_gbs * GB * cal.bandwidth_fraction(hbm),
         dense_flops_per_s=peak_tflops * 1e12 * mfu,
         attn_flops_per_s=attn_peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0)
         * cal.v("attention_efficiency"),
