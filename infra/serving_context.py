@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from infra.registry import ImageRefs
 from infra.serving import ServingContext
-from infra.weights import WeightsLocation, model_source, sync_init_container
+from infra.weights import WeightsLocation, weights_access
 from sizing.perf.cold_start import before_engine_s
 from sizing.planning.node_storage import loading_mode
 
@@ -22,6 +22,6 @@ def serving_context(pool: Pool, namespace: str, service_account: str, region: st
     """`instance_store`: llmcap:deployment.model_cache_on_instance_store."""
     refs = images or ImageRefs.upstream()
     mode = loading_mode(pool, instance_store)
-    sync = sync_init_container(where, region, refs.aws_cli) if mode == "nvme" else None
-    return ServingContext(namespace, service_account, region, mode, model_source(where, mode), sync,
-                          before_engine_s(pool, mode), images=refs)
+    source, sync = weights_access(where, region, mode, refs.aws_cli)
+    return ServingContext(namespace, service_account, region, mode, source, sync, before_engine_s(pool, mode),
+                          images=refs)

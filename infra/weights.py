@@ -54,6 +54,14 @@ def model_source(where: WeightsLocation, mode: str) -> ModelSource:
     return ModelSource(path=where.uri, load_format="runai_streamer")
 
 
+def weights_access(where: WeightsLocation, region: str, mode: str,
+                   aws_cli_image: str | None = None) -> tuple[ModelSource, dict[str, Any] | None]:
+    """What a serving pod needs to reach the weights in `mode`: vLLM's model source, and the init container
+    that copies the checkpoint onto the node (nvme mode only; None when vLLM streams from S3)."""
+    sync = sync_init_container(where, region, aws_cli_image) if mode == "nvme" else None
+    return model_source(where, mode), sync
+
+
 def _requests(r: settings.Requests) -> dict[str, Any]:
     """CPU and memory requests, memory limited to its request (Guaranteed memory)."""
     return {"requests": {"cpu": r.cpu, "memory": r.memory}, "limits": {"memory": r.memory}}

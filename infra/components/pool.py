@@ -47,12 +47,10 @@ class ServingPool(apply.MovedOutOfApp):
         pool, ns = args.pool, args.namespace
 
         def build(b: str, refs: ImageRefs) -> dict[str, Any]:
-            where = weights.WeightsLocation(b, args.weights_prefix)
-            sync = weights.sync_init_container(where, args.region, refs.aws_cli) if args.weights_mode == "nvme" \
-                else None
-            ctx = serving.ServingContext(ns, args.service_account_name, args.region, args.weights_mode,
-                                         weights.model_source(where, args.weights_mode), sync, args.before_engine_s,
-                                         images=refs)
+            source, sync = weights.weights_access(weights.WeightsLocation(b, args.weights_prefix), args.region,
+                                                  args.weights_mode, refs.aws_cli)
+            ctx = serving.ServingContext(ns, args.service_account_name, args.region, args.weights_mode, source,
+                                         sync, args.before_engine_s, images=refs)
             return serving.workload(pool, ctx)
 
         shape = build("bucket", ImageRefs.upstream())  # kind and metadata depend on neither
