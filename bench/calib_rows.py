@@ -59,6 +59,10 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
         "max_num_seqs": 1000, "max_num_batched_tokens": 8192,
         "why": "superseded by vllm_v1_defaults (vLLM 0.9.2: H100 1024 / 8192, A100 256 / 2048); the benchmark "
                "sends 1,000 prompts at once (a burst), so the engine batches at most 1,000"},
+    "awq_unfused_rows": "AWQ rows served on the unfused AWQ kernels (ReplicaConfig.awq_marlin False): a command with "
+                        "`--quantization awq` (r2rz's L4 runs), and gpustackq's row 'AWQ' beside its row 'AWQ Marlin' "
+                        "on the same page (ASSUMED --quantization awq: the page names the kernel only for the Marlin "
+                        "rows)",
     "nim_kv_cache_dtype": {"value": "fp8", "why": "NIM FP8 TensorRT-LLM profiles use an FP8 KV cache"},
     "multi_step_itl": "vLLM 0.6.0 with --num-scheduler-steps N emits tokens in bursts of N, so its "
                       "measured ITL is N decode steps, and a new request waits on average half a "
@@ -184,6 +188,10 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
                 limits["cuda_graphs"] = False
             if "--async-scheduling" in notes:
                 limits["async_scheduling"] = True
+            # BENCHMARK_ASSUMPTIONS["awq_unfused_rows"]
+            if re.search(r"--quantization awq(?!_marlin)\b", notes) or (
+                    src == "gpustackq" and "awq" in r["weight_dtype"].lower() and "marlin" not in r["weight_dtype"].lower()):
+                limits["awq_marlin"] = False
             cfg = ReplicaConfig(model=catalog.model(MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
                                 kv_cache_dtype=kv, engine=engine, **limits)  # type: ignore[arg-type]

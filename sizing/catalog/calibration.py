@@ -88,7 +88,13 @@ PARAMS: dict[str, ParamSpec] = {
                                                "fit of 2026-12-01: 1.85, prior 2)"),
     "step_overhead_ms.tgi": ParamSpec(5.0, 0.5, 30.0, "ms per engine step", "as for vLLM"),
     "step_overhead_per_seq_us": ParamSpec(20.0, 1.0, 200.0, "µs per running sequence per step",
-                                          "per-sequence scheduling, detokenization and sampling"),
+                                          "per-sequence scheduling, detokenization and sampling in a Python "
+                                          "engine (vLLM, SGLang, TGI's router and Python server)"),
+    "step_overhead_per_seq_us.tensorrt-llm": ParamSpec(2.0, 0.1, 50.0, "µs per running sequence per step",
+                                                       "TensorRT-LLM's batch manager: the same per-sequence work in "
+                                                       "its C++ executor",
+                                                       fixed="no source's predictions move by 0.5 % when it moves "
+                                                             "10 % (fitted 2.09 on 2026-12-01, prior 2)"),
     "request_overhead_ms": ParamSpec(20.0, 2.0, 100.0, "ms per request, in TTFT",
                                      "HTTP, tokenization, admission and the first step's launch"),
     "frontend_ms_per_request": ParamSpec(3.0, 0.2, 20.0, "ms per request, serialized",
@@ -150,6 +156,8 @@ class Calibration:
         return self.v(f"step_overhead_ms.{engine if engine in ENGINES else 'vllm'}") / 1000.0
 
     def overhead_per_seq_s(self, engine: str) -> float:
+        if engine == "tensorrt-llm":
+            return self.v("step_overhead_per_seq_us.tensorrt-llm") / 1e6
         return self.v("step_overhead_per_seq_us") / 1e6
 
     def hop_latency_s(self, interconnect: str) -> float:

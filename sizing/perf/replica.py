@@ -17,7 +17,9 @@ class ReplicaConfig:
     NVLink when gpus.csv lists an NVLink bandwidth (A100, H100, H200, B200: p-family), else PCIe
     (A10G, L4, L40S: g-family). Engine limits None use engines.csv defaults. `cuda_graphs` False is
     vLLM --enforce-eager / SGLang --disable-cuda-graph; `async_scheduling` is vLLM
-    --async-scheduling (CPU scheduling overlaps the GPU step)."""
+    --async-scheduling (CPU scheduling overlaps the GPU step). `awq_marlin` False is an AWQ checkpoint
+    served with `--quantization awq` (the unfused AWQ kernels, not Marlin; sizing.perf.step
+    AWQ_DEQUANTIZE_MIN_TOKENS); llmcap renders nothing else, so only measured rows set it."""
 
     model: ModelArch
     gpu: str
@@ -32,3 +34,4 @@ class ReplicaConfig:
     gpu_memory_utilization: float | None = None
     cuda_graphs: bool = True
     async_scheduling: bool = False
+    awq_marlin: bool = True

@@ -55,6 +55,17 @@ _PEAK_FIELD = {"fp8": "fp8_dense_tflops", "int8": "int8_dense_tops", "fp4": "fp4
 # vLLM's default CUDA-graph capture sizes (vllm/config: [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16));
 # a decode batch runs the next captured size up.
 GRAPH_SIZES = [1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)]
+# `--quantization awq` (not awq_marlin): the unfused AWQ path dequantizes every quantized weight to 16
+# bits and runs a dense matmul once a step has this many tokens (fewer: the fused awq_gemm kernel,
+# which reads the 4-bit weights). vLLM: vllm/model_executor/layers/quantization/awq.py
+# AWQLinearMethod.apply, "FP16_MATMUL_HEURISTIC_CONDITION = x.shape[:-1].numel() >= 256 ... out =
+# ops.awq_dequantize(...); out = torch.matmul(reshaped_x, out)"; SGLang always does:
+# sglang/srt/layers/quantization/awq.py AWQLinearMethod.apply, "out = awq_dequantize(qweight, scales,
+# qzeros); out = torch.matmul(reshaped_x, out)" (no fused path).
+AWQ_DEQUANTIZE_MIN_TOKENS = {"vllm": 256, "sglang": 0}
+# bytes moved per quantized weight by one dequantize + matmul beyond reading the 4-bit weight:
+# the 16-bit copy written by awq_dequantize and read back by the matmul
+AWQ_DEQUANTIZE_BYTES_PER_PARAM = 2.0 + 2.0
 
 
 def graph_padded(batch: float) -> float:
@@ -151,6 +162,10 @@ class StepModel:
     roofline_sharpness: float
     weight_gib_per_gpu: float
     peak_bandwidth_gbs: float
+    # unfused AWQ (`--quantization awq`): steps of at least this many tokens dequantize (None: never)
+    dequantize_min_tokens: float | None = None
+    dequantize_bytes_per_gpu: float = 0.0  # the 16-bit copy written and read back per such step
+    dequantized_flops_per_s: float = 0.0  # its matmul runs as a 16-bit dense GEMM
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -183,12 +198,16 @@ class StepModel:
         tokens = d + p
         kv = kv_read_bytes / self.pp if kv_read_bytes is not None else d * self.kv_read_bytes(ctx_tokens)
         weights = n_steps * self.weight_bytes_touched(tokens / n_steps)
+        dense_rate = self.dense_flops_per_s
+        if self.dequantize_min_tokens is not None and tokens / n_steps >= self.dequantize_min_tokens:
+            weights += n_steps * self.dequantize_bytes_per_gpu
+            dense_rate = self.dequantized_flops_per_s
         mem = (weights + kv + p * self.kv_bytes_per_token_per_gpu) / self.bw_bytes_per_s
         # a pure-decode step runs at its CUDA-graph size
         gemm_tokens = graph_padded(d) + p if (self.cuda_graphs and p == 0 and n_steps == 1.0) else tokens
         f = self.kv_full_fraction
         attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window)) + p * prefill_ctx_tokens
-        comp = self.dense_flops_per_token_per_gpu * gemm_tokens / self.dense_flops_per_s \
+        comp = self.dense_flops_per_token_per_gpu * gemm_tokens / dense_rate \
             + self.attn_flops_per_ctx_token_per_gpu * attn_ctx / self.attn_flops_per_s \
             + self.expert_flops_per_token_per_gpu * gemm_tokens / self.expert_flops_per_s
         comm = 0.0
@@ -244,8 +263,10 @@ def _attn_flops_per_ctx_token(model: ModelArch) -> float:
 
 def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_name: str, precision: str,
                      tp: int, pp: int, kv_cache_dtype: str, engine: str, interconnect: str,
-                     cuda_graphs: bool = True, async_scheduling: bool = False) -> StepModel:
-    """Precompute a replica's step-model constants from the catalog and the calibration."""
+                     cuda_graphs: bool = True, async_scheduling: bool = False,
+                     awq_marlin: bool = True) -> StepModel:
+    """Precompute a replica's step-model constants from the catalog and the calibration.
+    `awq_marlin` False: an AWQ checkpoint on the unfused kernels (AWQ_DEQUANTIZE_MIN_TOKENS)."""
     gpu = catalog.gpu(gpu_name)
     fmt = catalog.precision(precision)
     n = tp * pp
@@ -277,6 +298,10 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     width = (model.moe_intermediate_size or model.intermediate_size or model.hidden_size) / tp
     shard_eff = width / (width + cal.v("expert_shard_width_half")) if n_exp else 1.0
     hbm = gpu.memory_bandwidth_gbs >= HBM_MIN_BANDWIDTH_GBS
+    dequant_min = (AWQ_DEQUANTIZE_MIN_TOKENS.get(engine, AWQ_DEQUANTIZE_MIN_TOKENS["vllm"])
+                   if not awq_marlin and fmt.name == "int4-awq" else None)
+    # the quantized weights: everything but the 16-bit embeddings / lm_head
+    quantized_params = model.params_total_b * 1e9 - (0.0 if fmt.quantizes_embeddings else embedding_params(model))
     link = link_bandwidth_gbs(catalog, gpu, interconnect) if tp > 1 else 1.0
     return StepModel(
         tp=tp, pp=pp, num_layers=model.num_layers, dense_bytes_per_gpu=dense_bytes / n,
@@ -299,4 +324,6 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         launch_s=0.0 if cuda_graphs else cal.v("eager_launch_us_per_layer") * model.num_layers / pp / 1e6,
         async_scheduling=async_scheduling, cuda_graphs=cuda_graphs,
         roofline_sharpness=cal.v("roofline_sharpness"), weight_gib_per_gpu=w_total / n / 2**30,
-        peak_bandwidth_gbs=gpu.memory_bandwidth_gbs)
+        peak_bandwidth_gbs=gpu.memory_bandwidth_gbs, dequantize_min_tokens=dequant_min,
+        dequantize_bytes_per_gpu=max(quantized_params, 0.0) * AWQ_DEQUANTIZE_BYTES_PER_PARAM / n,
+        dequantized_flops_per_s=peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0))
