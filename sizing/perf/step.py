@@ -143,7 +143,7 @@ class StepModel:
     kv_full_fraction: float  # share of the per-token KV in full-attention layers (1 without sliding windows)
     sliding_window: float  # tokens (inf without)
     kv_dtype_bytes: float
-    dense_flops_per_token_per_gpu: float  # 2 × non-expert active params / (tp·pp)
+    dense_flops_per_token_per_gpu: float  # 2 × non-expert active params / (tp·pp), lm_head included
     expert_flops_per_token_per_gpu: float  # 2 × active expert params / (tp·pp)
     attn_flops_per_ctx_token_per_gpu: float  # QK and AV per new token per context token
     allreduces_per_stage: int
@@ -166,6 +166,10 @@ class StepModel:
     dequantize_min_tokens: float | None = None
     dequantize_bytes_per_gpu: float = 0.0  # the 16-bit copy written and read back per such step
     dequantized_flops_per_s: float = 0.0  # its matmul runs as a 16-bit dense GEMM
+    # the lm_head's share of dense_flops_per_token_per_gpu: logits are computed only for the positions that
+    # sample (each decode token; a prompt's last), never for the other prompt tokens (vLLM V1
+    # gpu_model_runner: `sample_hidden_states = hidden_states[logits_indices]`, then compute_logits on them)
+    lm_head_flops_per_token_per_gpu: float = 0.0
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -207,7 +211,9 @@ class StepModel:
         gemm_tokens = graph_padded(d) + p if (self.cuda_graphs and p == 0 and n_steps == 1.0) else tokens
         f = self.kv_full_fraction
         attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window)) + p * prefill_ctx_tokens
-        comp = self.dense_flops_per_token_per_gpu * gemm_tokens / dense_rate \
+        # prompt tokens run every dense GEMM but the lm_head
+        comp = (self.dense_flops_per_token_per_gpu * gemm_tokens - self.lm_head_flops_per_token_per_gpu * p) \
+            / dense_rate \
             + self.attn_flops_per_ctx_token_per_gpu * attn_ctx / self.attn_flops_per_s \
             + self.expert_flops_per_token_per_gpu * gemm_tokens / self.expert_flops_per_s
         comm = 0.0
@@ -309,6 +315,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         kv_bytes_per_token_per_gpu=kv_tok / n, kv_full_fraction=1.0 - n_window / model.num_layers,
         sliding_window=float(model.sliding_window) if model.sliding_window else math.inf, kv_dtype_bytes=kvb,
         dense_flops_per_token_per_gpu=2.0 * (active_nonemb - active_expert) / n,
+        lm_head_flops_per_token_per_gpu=2.0 * model.vocab_size * model.hidden_size / n,
         expert_flops_per_token_per_gpu=2.0 * active_expert / n,
         attn_flops_per_ctx_token_per_gpu=_attn_flops_per_ctx_token(model) / n,
         allreduces_per_stage=int(math.ceil(2 * model.num_layers / pp)),
