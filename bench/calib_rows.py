@@ -67,6 +67,9 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "multi_step_itl": "vLLM 0.6.0 with --num-scheduler-steps N emits tokens in bursts of N, so its "
                       "measured ITL is N decode steps, and a new request waits on average half a "
                       "multi-step run (N/2 steps) before its prefill is scheduled",
+    "tgi_no_cuda_graphs": "TGI before 1.4 captures no CUDA graphs (huggingface/text-generation-inference PR #1428 "
+                          "'feat: experimental support for cuda graphs', Jan 2024; PR #1703 made them the default "
+                          "in 2.0): hfsm's TGI 1.0.3 runs eager (ReplicaConfig.cuda_graphs False)",
     "tgi_time_per_token": "TGI time_per_token = (prefill + decode time) / generated tokens, without queueing",
     "burst": "request_rate inf with num_prompts N (GPUStack pages, gpustackq's 1,000 prompts) is a finite burst of "
              "N prompts sent at once (sizing.perf.load.estimate_burst), not an endless offline steady state",
@@ -119,6 +122,11 @@ def _flag(notes: str, name: str) -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+def _version(version: str) -> tuple[int, int]:
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def _vllm_v1(version: str) -> bool:
@@ -184,7 +192,8 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
                 limits["max_num_seqs"] = int(v)
             if (v := _flag(notes, "--gpu-memory-utilization") or _flag(notes, "--mem-fraction-static")) is not None:
                 limits["gpu_memory_utilization"] = float(v)
-            if "--enforce-eager" in notes or "--disable-cuda-graph" in notes:
+            if "--enforce-eager" in notes or "--disable-cuda-graph" in notes or (
+                    engine == "tgi" and _version(r["engine_version"]) < (1, 4)):  # ["tgi_no_cuda_graphs"]
                 limits["cuda_graphs"] = False
             if "--async-scheduling" in notes:
                 limits["async_scheduling"] = True
