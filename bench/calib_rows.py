@@ -67,9 +67,6 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "multi_step_itl": "vLLM 0.6.0 with --num-scheduler-steps N emits tokens in bursts of N, so its "
                       "measured ITL is N decode steps, and a new request waits on average half a "
                       "multi-step run (N/2 steps) before its prefill is scheduled",
-    "tgi_no_cuda_graphs": "TGI before 1.4 captures no CUDA graphs (huggingface/text-generation-inference PR #1428 "
-                          "'feat: experimental support for cuda graphs', Jan 2024; PR #1703 made them the default "
-                          "in 2.0): hfsm's TGI 1.0.3 runs eager (ReplicaConfig.cuda_graphs False)",
     "tgi_time_per_token": "TGI time_per_token = (prefill + decode time) / generated tokens, without queueing",
     "burst": "request_rate inf with num_prompts N (GPUStack pages, gpustackq's 1,000 prompts) is a finite burst of "
              "N prompts sent at once (sizing.perf.load.estimate_burst), not an endless offline steady state",
@@ -96,6 +93,11 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "default prefix caching (V1) and SGLang's RadixAttention serve all but the question from cache; "
                "the measured TTFT at concurrency 1 (41-120 ms on one L4) is below what computing 1,650 tokens "
                "takes even at the L4's full datasheet FP16 peak (~190 ms)"},
+    "tgi_eager": {
+        "rule": "TGI before 1.4 runs without CUDA graphs (every kernel launched from Python each step)",
+        "source": "huggingface/text-generation-inference PR #1428 'feat: experimental support for cuda graphs' "
+                  "(first in 1.4), PR #1703 'Add cuda graphs sizes and make it default' (2024-04-04); hfsm's "
+                  "SageMaker LLM DLC runs TGI 1.0.3 (2023-09)"},
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
@@ -125,6 +127,7 @@ def _flag(notes: str, name: str) -> str | None:
 
 
 def _version(version: str) -> tuple[int, int]:
+    """(major, minor) of an engine version string; (0, 0) when it names none."""
     m = re.match(r"(\d+)\.(\d+)", version)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
@@ -193,13 +196,14 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
             if (v := _flag(notes, "--gpu-memory-utilization") or _flag(notes, "--mem-fraction-static")) is not None:
                 limits["gpu_memory_utilization"] = float(v)
             if "--enforce-eager" in notes or "--disable-cuda-graph" in notes or (
-                    engine == "tgi" and _version(r["engine_version"]) < (1, 4)):  # ["tgi_no_cuda_graphs"]
+                    engine == "tgi" and _version(r["engine_version"]) < (1, 4)):  # BENCHMARK_ASSUMPTIONS["tgi_eager"]
                 limits["cuda_graphs"] = False
             if "--async-scheduling" in notes:
                 limits["async_scheduling"] = True
             # BENCHMARK_ASSUMPTIONS["awq_unfused_rows"]
             if re.search(r"--quantization awq(?!_marlin)\b", notes) or (
-                    src == "gpustackq" and "awq" in r["weight_dtype"].lower() and "marlin" not in r["weight_dtype"].lower()):
+                    src == "gpustackq" and "awq" in r["weight_dtype"].lower()
+                    and "marlin" not in r["weight_dtype"].lower()):
                 limits["awq_marlin"] = False
             cfg = ReplicaConfig(model=catalog.model(MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),

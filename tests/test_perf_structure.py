@@ -102,6 +102,43 @@ def test_a_bursts_mean_tpot_is_over_requests() -> None:
     assert e.percentile("tpot", "mean") > e.percentile("itl", "mean")
 
 
+def test_a_bursts_fill_steps_carry_the_decodes_of_the_prompts_already_prefilled() -> None:
+    # vLLM V1's scheduler (vllm/v1/core/sched/scheduler.py, 0.11.0, schedule(): "First, schedule the
+    # RUNNING requests" then "Next, schedule the WAITING requests" in what is left of token_budget):
+    # while a 984-prompt burst is prefilled, every prompt already prefilled decodes one token per step,
+    # so the fill's steps carry those decodes (their per-sequence CPU time, their KV reads) and leave
+    # fewer tokens of the budget to the prompts. Before, the fill was the prompts alone.
+    from sizing.perf.load import _ctx
+
+    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16",
+                        max_num_seqs=1024, max_num_batched_tokens=8192)
+    shape, n = WorkloadShape(215, 194), 984
+    c = _ctx(CAT, cfg, shape)
+    e = estimate_burst(CAT, cfg, shape, n)
+    steps = n * 215 / 8192  # the fill's steps without decodes beside (~26)
+    prompts_alone = c.sm.step_s(0.0, 0.0, n * 215, 107.5, n_steps=steps)
+    # at least: the decodes' per-sequence CPU cost, ~n/2 running over the fill's steps
+    decodes_cpu = (n / 2) * (1 - 1 / steps) * steps * c.sm.overhead_per_seq_s
+    fill = e.ttft_p99_ms / 1e3 - n * c.frontend_s_per_request - c.request_overhead_s
+    assert fill >= 0.98 * (prompts_alone + decodes_cpu)
+
+
+def test_fp8_expert_gemms_of_the_triton_fused_moe_run_at_the_16_bit_rate() -> None:
+    # vLLM and SGLang run FP8 W8A8 experts in the Triton fused-MoE kernel, which gains little over its
+    # BF16 path: vllm-project/vllm PR #35457 (Qwen3MoE E=128 N=96, H200, TP8, both tuned) "FP8 vs BF16
+    # (both tuned): 10-17% faster at batch sizes 4+", far from the 2x of the FP8 tensor peak.
+    # GPUStack's Qwen3-235B rows (gpsq235h) agree: FP8 TP8 prefills its burst slower than BF16 TP8.
+    m = CAT.model("qwen3-235b-a22b")
+    cal = load_calibration()
+
+    def rate(precision: str, engine: str) -> float:
+        return build_step_model(CAT, cal, m, "H100-SXM", precision, 8, 1, "auto", engine, "nvlink").expert_flops_per_s
+
+    assert rate("fp8", "vllm") == rate("bf16", "vllm")
+    assert rate("fp8", "sglang") == rate("bf16", "sglang")
+    assert rate("fp8", "tensorrt-llm") > 1.2 * rate("bf16", "tensorrt-llm")  # its own CUTLASS MoE GEMMs
+
+
 def test_constants_held_at_their_priors_say_why_and_ignore_stale_values() -> None:
     import json
 

@@ -482,10 +482,11 @@ def estimate_closed_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadSh
     return _estimate(c, shape, _shift_ttft(full, queue), n, capped=True)
 
 
-def _fill_frac(c: _Ctx, n: float, frac: float) -> float:
+def _fill_frac(c: _Ctx, n: float, frac: float, per_step: float | None = None) -> float:
     """Share of the time to prefill n prompts back to back after which the prompt at rank frac·n has
-    its first token: prompts finish at the end of the budget-sized step that holds their last chunk."""
-    steps = max(1.0, math.ceil(n * c.prefill_tokens / c.budget - 1e-9))
+    its first token: prompts finish at the end of the step that holds their last chunk (`per_step`
+    prompt tokens per step; None: the whole budget)."""
+    steps = max(1.0, math.ceil(n * c.prefill_tokens / (per_step or c.budget) - 1e-9))
     return min(1.0, max(math.ceil(frac * steps - 1e-9), 1.0) / steps)
 
 
@@ -564,6 +565,29 @@ def _fill_s(c: _Ctx, b: float) -> float:
                        n_steps=max(1.0, b * c.prefill_tokens / c.budget))
 
 
+def _burst_fill(c: _Ctx, b: float) -> tuple[float, float]:
+    """(seconds, prompt tokens per step) to prefill a burst's first b prompts while the ones already
+    prefilled decode beside them. vLLM V1's scheduler (vllm/v1/core/sched/scheduler.py, 0.11.0,
+    Scheduler.schedule: "First, schedule the RUNNING requests." ... "Next, schedule the WAITING
+    requests." while token_budget > 0) gives every running decode its token first and the waiting
+    prompts what is left of max_num_batched_tokens. With K fill steps, step j carries the decodes of
+    the j·b/K prompts prefilled before it (those still decoding: at most decode_steps steps' worth), so
+    on average b(K-1)/(2K) of them while K ≤ decode_steps; K itself follows from the budget they leave."""
+    budget, d = c.budget, c.decode_steps
+    steps, running = max(1.0, b * c.prefill_tokens / budget), 0.0
+    for _ in range(6):  # K and the decodes beside the prompts depend on each other; a few rounds settle it
+        k = max(steps, 1.0)
+        running = b * (1.0 - 1.0 / k) / 2.0 if k <= d + 1 else (b / k) * (d - d * (d + 1) / (2.0 * k))
+        running = min(running, budget * (1.0 - 1.0 / 16))
+        steps = max(1.0, b * c.prefill_tokens / (budget - running))
+    per_step = budget - running
+    # the decodes beside the fill are early in their outputs: prompt + about half the fill's steps generated
+    ctx = c.cached_tokens + c.prefill_tokens + min(steps, d) / 2.0
+    t = c.sm.step_s(running * steps, ctx, b * c.prefill_tokens, c.cached_tokens + c.prefill_tokens / 2,
+                    n_steps=steps)
+    return t, per_step
+
+
 def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_prompts: int) -> LoadEstimate:
     """`n_prompts` requests sent at once (vLLM bench serve --request-rate inf --num-prompts N): a
     finite burst, not an endless steady state. The API server hands prompts over one after another
@@ -581,7 +605,8 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     itl = _cycle_s(c, b)
     # the API server ingests the prompts one after another while the engine prefills them: the slower
     # of the two paces the fill (a smooth max, exponent 4)
-    fill = overlap(_fill_s(c, b), b * c.frontend_s_per_request, 4.0)
+    efill, per_step = _burst_fill(c, b)
+    fill = overlap(efill, b * c.frontend_s_per_request, 4.0)
     own = _prefill_s(c, b, c.prefill_tokens)
     e2e_ss = own + c.decode_steps * itl
     lam = b / e2e_ss
@@ -591,11 +616,10 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     # the API server streams no first token before it has ingested the whole burst (its event loop
     # takes the N requests in first): every TTFT is at least the ingestion, N × frontend time
     ingest = n * c.frontend_s_per_request
-    efill = _fill_s(c, b)
 
     def ttft_at(frac: float) -> float:  # TTFT of the request at rank frac·N
         i = frac * n
-        t = efill * _fill_frac(c, b, i / b) if i <= b else efill + (i - b) / lam + own
+        t = efill * _fill_frac(c, b, i / b, per_step) if i <= b else efill + (i - b) / lam + own
         return ovh + ingest + t
 
     mean_ttft = sum(ttft_at((k + 0.5) / BURST_RANKS) for k in range(BURST_RANKS)) / BURST_RANKS
@@ -612,7 +636,7 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     # the fill's full-budget steps: the first B requests decode through half of them on average, and
     # those gaps are in the mean too (a 1,000-prompt burst's first requests wait out ~26 steps that each
     # prefill 8,192 tokens)
-    fill_steps = max(1.0, b * c.prefill_tokens / c.budget)
+    fill_steps = max(1.0, b * c.prefill_tokens / per_step)
     share = (b / n) * min(1.0, fill_steps / 2.0 / c.decode_steps)
     full = c.sm.step_s(b / 2.0, c.mean_decode_context, max(c.budget - b / 2.0, 0.0),
                        c.cached_tokens + c.prefill_tokens / 2)

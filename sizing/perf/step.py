@@ -66,6 +66,13 @@ AWQ_DEQUANTIZE_MIN_TOKENS = {"vllm": 256, "sglang": 0}
 # bytes moved per quantized weight by one dequantize + matmul beyond reading the 4-bit weight:
 # the 16-bit copy written by awq_dequantize and read back by the matmul
 AWQ_DEQUANTIZE_BYTES_PER_PARAM = 2.0 + 2.0
+# Engines whose FP8 W8A8 experts run in the Triton fused-MoE kernel, which gains little over its BF16 path:
+# vllm-project/vllm PR #35457 (Qwen3MoE E=128 N=96 on H200, TP8, both tuned): "FP8 vs BF16 (both tuned): 10-17%
+# faster at batch sizes 4+" (not the FP8 tensor peak's 2x), so their FP8 expert GEMMs compute at the 16-bit rate
+# (FP8 still halves the expert bytes read). vLLM 0.11 Fp8MoEMethod falls back to it (fused_experts) when
+# DeepGEMM is not installed or the shard is not a multiple of 128 (Qwen3-235B over TP8: 192); SGLang:
+# sglang/srt/layers/moe/fused_moe_triton. TensorRT-LLM runs its own CUTLASS MoE GEMMs at the FP8 rate.
+TRITON_FUSED_MOE_ENGINES = ("vllm", "sglang")
 
 
 def graph_padded(batch: float) -> float:
@@ -303,6 +310,11 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     # a narrow per-GPU shard of each expert's intermediate dimension (tensor parallel) wastes tiles
     width = (model.moe_intermediate_size or model.intermediate_size or model.hidden_size) / tp
     shard_eff = width / (width + cal.v("expert_shard_width_half")) if n_exp else 1.0
+    expert_flops_per_s = peak_tflops * 1e12 * mfu * cal.v("moe_expert_efficiency") * shard_eff
+    if (n_exp and engine in TRITON_FUSED_MOE_ENGINES and not weight_only and fmt.weight_bits < 16
+            and fmt.activation_dtype_native == "fp8"):
+        expert_flops_per_s = attn_peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0) \
+            * cal.v("moe_expert_efficiency") * shard_eff
     hbm = gpu.memory_bandwidth_gbs >= HBM_MIN_BANDWIDTH_GBS
     dequant_min = (AWQ_DEQUANTIZE_MIN_TOKENS.get(engine, AWQ_DEQUANTIZE_MIN_TOKENS["vllm"])
                    if not awq_marlin and fmt.name == "int4-awq" else None)
@@ -324,7 +336,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         dense_flops_per_s=peak_tflops * 1e12 * mfu,
         attn_flops_per_s=attn_peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0)
         * cal.v("attention_efficiency"),
-        expert_flops_per_s=peak_tflops * 1e12 * mfu * cal.v("moe_expert_efficiency") * shard_eff,
+        expert_flops_per_s=expert_flops_per_s,
         link_bytes_per_s=link * GB * cal.link_efficiency(interconnect),
         hop_latency_s=cal.hop_latency_s(interconnect),
         overhead_s=cal.overhead_s(engine), overhead_per_seq_s=cal.overhead_per_seq_s(engine),
