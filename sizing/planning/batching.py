@@ -2,18 +2,19 @@
 chunked-prefill token budget) and `max_num_seqs` that maximize goodput at the SLO, checked by the
 step-level simulation (sizing.perf.sim), and what binds there.
 
-Method: the analytic model (sizing.perf.load, microseconds per estimate) sizes every candidate with
-the engine's default flags and prunes; the finalists (the FINALISTS cheapest feasible ones, the cheapest
-of each instance family, and the cheapest of each GPU type whose cost with the grid's best flags is within
-FINALIST_COST_WINDOW of the best such cost: tune_finalists) get a grid search over BUDGETS × max_num_seqs (analytic goodput at each point), then the
-best point's goodput load is simulated step by step: if the simulation misses a target there, the load
-steps down a fixed lattice of loads (LATTICE_RATIO apart, the same lattice for every SLO) to the first
-one that meets every target (at most SIM_TRIES simulations; the scan starts at the lattice point at or
-above the analytic load). The goodput is the smaller of the analytic load and that lattice load, so a
-looser target never yields less for one finalist: its analytic load is no smaller, its scan starts no
-lower on the same lattice, and every load that meets the tighter target meets the looser one (a
-bisection would not be exact: the simulated percentiles are not monotone in the load). The finalists
-are re-sized on that goodput and re-ranked by cost.
+Method: the analytic model (sizing.perf.load, microseconds per estimate) sizes every candidate with the
+engine's default flags and prunes; the finalists (the FINALISTS cheapest feasible ones, the cheapest of
+each instance family, and the cheapest of each GPU type whose cost with the grid's best flags is within
+FINALIST_COST_WINDOW of the best such cost: tune_finalists) get a grid search over BUDGETS ×
+max_num_seqs (analytic goodput at each point), then the best point's goodput load is simulated step by
+step: if the simulation misses a target there, the load steps down a fixed lattice of loads
+(LATTICE_RATIO apart, the same lattice for every SLO) to the first one that meets every target (at most
+SIM_TRIES simulations; the scan starts at the lattice point at or above the analytic load). The goodput
+is the smaller of the analytic load and that lattice load, so a looser target never yields less for one
+finalist: its analytic load is no smaller, its scan starts no lower on the same lattice, and every load
+that meets the tighter target meets the looser one (a bisection would not be exact: the simulated
+percentiles are not monotone in the load). The finalists are re-sized on that goodput and re-ranked by
+cost.
 
 Why a budget matters: vLLM V1 schedules running decodes first and fills the rest of
 max_num_batched_tokens with prompt chunks (vllm/v1/core/sched/scheduler.py, see
