@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
-from sizing.perf.load import WorkloadShape, _ctx, _engine_limits
+from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
 
@@ -80,14 +80,6 @@ class Arrivals:
     @classmethod
     def burst(cls, n_prompts: int) -> Arrivals:
         return cls("burst", float(n_prompts))
-
-
-def lognormal_sigma(mean: float, p95: float) -> float:
-    """Sigma of the log-normal with this mean and 95th percentile: ln(p95/mean) = 1.645σ - σ²/2
-    (the smaller root). p95/mean beyond exp(1.645²/2) ≈ 3.87 has no solution; σ is capped at 1.645."""
-    r = math.log(max(p95 / mean, 1.0))
-    disc = P95_Z * P95_Z - 2.0 * r
-    return P95_Z - math.sqrt(disc) if disc > 0 else P95_Z
 
 
 @dataclass(frozen=True)
