@@ -92,3 +92,43 @@ def test_estimate_rejects_a_tp_that_does_not_split_the_heads() -> None:
     r = runner.invoke(app, ["estimate", "--model", "llama-3-8b-instruct", "--gpu", "L4", "--tp", "3"])
     assert r.exit_code == 2
     assert "32 attention heads" in r.output and "Traceback" not in r.output
+
+
+def _oss(name: str, gpu: str, tp: int = 1) -> ReplicaConfig:
+    return ReplicaConfig(CAT.model(name), gpu, "mxfp4", tp=tp, engine="vllm")
+
+
+def test_gpt_oss_weights_as_vllm_logs_them() -> None:
+    """vLLM's own "Model loading took X GiB" for gpt-oss: MXFP4 experts, every linear layer in 16 bits
+    (vllm 0.10.2 quantization/mxfp4.py Mxfp4Config.get_quant_method: only FusedMoE layers are MXFP4);
+    on Hopper the Triton backend keeps the checkpoint's block scales beside their swizzled copy
+    (vllm-project/vllm#33155, H100 Triton backend: 64.38 GiB); below sm90 the Marlin backend pads each
+    expert to intermediate % 128, hidden % 256 (vllm-project/vllm#23278, Marlin: 65.9651 GiB; a
+    gpt-oss-20b on A100: 13.72 GiB, myoceane.fr 2026-04-18)."""
+    assert abs(memory_fit(CAT, _oss("gpt-oss-120b", "H100-SXM"), 1024).weights_gib / 64.38 - 1) < 0.015
+    assert abs(memory_fit(CAT, _oss("gpt-oss-120b", "A100-80GB"), 1024).weights_gib / 65.9651 - 1) < 0.015
+    assert abs(memory_fit(CAT, _oss("gpt-oss-20b", "A100-80GB"), 1024).weights_gib / 13.72 - 1) < 0.015
+
+
+def test_gpt_oss_checkpoint_keeps_attention_in_16_bits() -> None:
+    """The published gpt-oss-120b checkpoint is ~65.3 GB (60.8 GiB): MXFP4 experts plus 16-bit
+    attention, router, embeddings and lm_head; an engine-neutral weight size counts no layout."""
+    from sizing.perf.memory import weight_bytes_per_replica
+    b = weight_bytes_per_replica(CAT.model("gpt-oss-120b"), CAT.precision("mxfp4"))
+    assert abs(b / GIB - 60.8) < 0.4
+
+
+def test_vllm_profile_samples_one_dummy_request_per_sequence() -> None:
+    """vLLM V1's memory profile runs the sampler over min(max_num_seqs, max_num_batched_tokens) dummy
+    requests and the whole vocabulary (vllm 0.10.2 gpu_model_runner.py profile_run / _dummy_sampler_run),
+    so its KV budget shrinks with max_num_seqs: gpt-oss's 201,088-token vocabulary costs ~2.7 MB per
+    sequence on the FlashInfer sampling path (14 bytes per logit)."""
+    from dataclasses import replace
+    base = ReplicaConfig(CAT.model("gpt-oss-120b"), "H100-SXM", "mxfp4", engine="vllm", max_num_batched_tokens=8192)
+    small = memory_fit(CAT, replace(base, max_num_seqs=256), 1024)
+    big = memory_fit(CAT, replace(base, max_num_seqs=1024), 1024)
+    assert abs((big.overhead_gib_per_gpu - small.overhead_gib_per_gpu) - 768 * 201088 * 14 / GIB) < 0.01
+    # never more dummy requests than the token budget holds
+    capped = memory_fit(CAT, replace(base, max_num_seqs=1024, max_num_batched_tokens=512), 1024)
+    assert capped.overhead_gib_per_gpu == memory_fit(CAT, replace(base, max_num_seqs=512, max_num_batched_tokens=512),
+                                                     1024).overhead_gib_per_gpu

@@ -151,3 +151,45 @@ def test_constants_held_at_their_priors_say_why_and_ignore_stale_values() -> Non
         assert doc["parameters"][n]["fixed"] and doc["parameters"][n]["value"] == PARAMS[n].prior, n
     stale = calibration_from_dict({"parameters": {n: PARAMS[n].hi for n in fixed}})
     assert all(stale.v(n) == PARAMS[n].prior for n in fixed)
+
+
+def test_gpt_oss_dense_gemms_run_at_16_bits() -> None:
+    """gpt-oss's attention projections, router and lm_head are 16-bit GEMMs (only the experts are
+    MXFP4: vllm 0.10.2 quantization/mxfp4.py), so they run at the 16-bit rate, not the weight-only one,
+    and their bytes are 2 per weight."""
+    from sizing.perf.step import build_step_model
+    cal = CAT.calibration
+    m = CAT.model("gpt-oss-120b")
+    sm = build_step_model(CAT, cal, m, "H100-SXM", "mxfp4", 1, 1, "auto", "vllm", "nvlink")
+    bf16 = CAT.gpu("H100-SXM").bf16_dense_tflops * 1e12
+    assert abs(sm.dense_flops_per_s / (bf16 * min(cal.v("gemm_mfu") * cal.engine_eff("vllm"), 1.0)) - 1) < 1e-9
+    # non-expert weights read per step: attention + router (+ lm_head), ~0.96e9 + 1.16e9/2 params at 2 bytes
+    assert 2.9e9 < sm.dense_bytes_per_gpu < 3.3e9
+
+
+def test_sliding_window_layers_hold_their_window_in_the_kv_capacity() -> None:
+    """vLLM >= 0.10's hybrid KV cache manager frees a sliding-window layer's blocks once they leave the
+    window (vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager.remove_skipped_blocks), so
+    gpt-oss's 18 window-128 layers hold at most ~128 tokens of a 4,000-token sequence."""
+    from sizing.perf.load import _build_ctx
+    from sizing.perf.memory import GIB, kv_cache_bytes_per_sequence
+    cfg = ReplicaConfig(model=CAT.model("gpt-oss-120b"), gpu="H100-SXM", precision="mxfp4", engine="vllm",
+                        max_num_seqs=1024, max_num_batched_tokens=8192)
+    shape = WorkloadShape(4000.0, 200.0)
+    c = _build_ctx(CAT, cfg, shape)
+    per_seq = kv_cache_bytes_per_sequence(cfg.model, 4100, 2.0)
+    assert c.max_running_reason == "kv-capacity"
+    assert c.max_running == int(c.fit.kv_cache_gib_available * GIB / per_seq)
+
+
+def test_long_tailed_outputs_hold_more_kv_per_running_slot() -> None:
+    """A KV-bound engine's running set is length-biased: each request holds its slot for its output
+    length, so with log-normal outputs (p95 = 3 x mean, ShareGPT) a slot holds on average
+    p + mean·exp(σ²)/2 tokens, not p + mean/2, and fewer sequences fit."""
+    from sizing.perf.load import _build_ctx
+    cfg = ReplicaConfig(model=CAT.model("gpt-oss-120b"), gpu="H100-SXM", precision="mxfp4", engine="vllm",
+                        max_num_seqs=1024, max_num_batched_tokens=8192)
+    fixed = _build_ctx(CAT, cfg, WorkloadShape(215.0, 194.0))
+    tailed = _build_ctx(CAT, cfg, WorkloadShape(215.0, 194.0, None, 582.0))
+    assert fixed.max_running_reason == tailed.max_running_reason == "kv-capacity"
+    assert tailed.max_running < 0.85 * fixed.max_running

@@ -33,7 +33,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from sizing.errors import CatalogLookupError
-from sizing.perf.memory import GIB, MemoryFit, memory_fit
+from sizing.perf.memory import GIB, MemoryFit, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, memory_fit
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import StepModel, build_step_model, overlap
 
@@ -158,6 +158,14 @@ class _Ctx:
     memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
 
+def lognormal_sigma(mean: float, p95: float) -> float:
+    """Sigma of the log-normal with this mean and 95th percentile: ln(p95/mean) = 1.645σ - σ²/2
+    (the smaller root). p95/mean beyond exp(1.645²/2) ≈ 3.87 has no solution; σ is capped at 1.645."""
+    r = math.log(max(p95 / mean, 1.0))
+    disc = P95_Z * P95_Z - 2.0 * r
+    return P95_Z - math.sqrt(disc) if disc > 0 else P95_Z
+
+
 def _engine_limits(catalog: Catalog, cfg: ReplicaConfig) -> tuple[int, int, str]:
     try:
         eng = catalog.engine(cfg.engine)
@@ -217,10 +225,19 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)
     # steady state: running sequences are spread evenly over their decode, so one holds on average
     # prompt + output/2 tokens of paged KV cache (a full-length one must still fit: `fit.fits`)
-    # prefix-cache hits share their KV blocks between sequences, so only the misses count per sequence
+    # prefix-cache hits share their KV blocks between sequences, so only the misses count per sequence.
+    # With long-tailed outputs a running slot is held by each request for its output length, so the
+    # running set is length-biased (renewal-reward): a slot holds on average E[o·(p + o/2)] / E[o] =
+    # p + E[o²] / (2 E[o]) = p + mean·exp(σ²) / 2 for log-normal outputs (σ from mean and p95)
     hit_share = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
-    avg_tokens = shape.prompt_tokens * (1 - hit_share) + shape.output_tokens / 2
-    kv_cap = int(fit.kv_cache_gib_available * GIB / (fit.kv_cache_bytes_per_token * avg_tokens)) if fit.fits else 0
+    out_sigma = lognormal_sigma(shape.output_tokens, shape.output_tokens_p95) if shape.output_tokens_p95 else 0.0
+    avg_tokens = shape.prompt_tokens * (1 - hit_share) + shape.output_tokens * math.exp(out_sigma ** 2) / 2
+    # sliding-window layers hold at most their window of each sequence (vLLM >= 0.10's hybrid KV cache
+    # manager frees blocks that left the window: vllm/v1/core/single_type_kv_cache_manager.py
+    # SlidingWindowManager.remove_skipped_blocks), as memory_fit counts them
+    per_seq = kv_cache_bytes_per_sequence(cfg.model, avg_tokens, 1.0) * fit.kv_cache_bytes_per_token \
+        / kv_cache_bytes_per_token(cfg.model, 1.0)
+    kv_cap = int(fit.kv_cache_gib_available * GIB / per_seq) if fit.fits else 0
     cap, why = (kv_cap, "kv-capacity") if kv_cap < max_seqs else (max_seqs, "engine-limit")
     hit = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
     isl_p95 = shape.prompt_tokens_p95 or shape.prompt_tokens

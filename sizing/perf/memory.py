@@ -35,6 +35,52 @@ def native_expert_bytes_per_param(model: ModelArch) -> float | None:
     return None
 
 
+def dense_bytes_per_param(model: ModelArch, fmt: PrecisionFormat) -> float:
+    """Bytes per non-expert weight (attention, router, dense MLP) in format `fmt`. A checkpoint whose
+    experts are natively quantized, served in that format, keeps every other linear layer in 16 bits:
+    vLLM 0.10.2 vllm/model_executor/layers/quantization/mxfp4.py Mxfp4Config.get_quant_method returns
+    UnquantizedLinearMethod for LinearBase layers in the checkpoint's ignored layers and otherwise
+    raises "Mxfp4 linear layer is not implemented"; only FusedMoE layers get Mxfp4MoEMethod."""
+    if model.native_expert_format and model.native_expert_format == fmt.name:
+        return 2.0
+    return fmt.bytes_per_param
+
+
+def vllm_mxfp4_expert_layout(model: ModelArch, generation: str, tp: int) -> tuple[float, float]:
+    """How vLLM 0.10.2 lays out MXFP4 experts on a GPU generation: (factor on the checkpoint's
+    expert bytes that every kernel reads and memory holds, extra bytes held per checkpoint expert
+    byte). vllm/model_executor/layers/quantization/mxfp4.py get_mxfp4_backend() picks MARLIN below
+    sm90 ("current_platform.get_device_capability()[0] < 9 ... return Mxfp4Backend.MARLIN"), TRITON on
+    Hopper, FlashInfer on sm100; Mxfp4MoEMethod.create_weights pads the per-GPU expert shard:
+    MARLIN "intermediate_size_per_partition_after_pad = round_up(intermediate_size_per_partition, 128);
+    hidden_size = round_up(hidden_size, 256)", SM100 FlashInfer BF16 both to 256, TRITON the
+    intermediate to 64. On TRITON, process_weights_after_loading swizzles the block scales into a new
+    tensor (_swizzle_mxfp4) and deletes only w13_weight / w2_weight, so the checkpoint's scales stay
+    held beside their copy: 8 scale bits of every 4.25 bits per weight (1/17 of the expert bytes)."""
+    inter = (model.moe_intermediate_size or model.intermediate_size or model.hidden_size) / tp
+    hidden = float(model.hidden_size)
+
+    def up(x: float, m: int) -> float:
+        return math.ceil(x / m) * m
+
+    if generation == "Hopper":
+        return up(inter, 64) / inter, (8 / 32) / MXFP4_BITS_PER_WEIGHT
+    if generation == "Blackwell":
+        return up(inter, 256) * up(hidden, 256) / (inter * hidden), 0.0
+    return up(inter, 128) * up(hidden, 256) / (inter * hidden), 0.0
+
+
+def engine_expert_layout(model: ModelArch, fmt: PrecisionFormat, engine: str, generation: str,
+                         tp: int) -> tuple[float, float]:
+    """(read-and-held factor, extra-held fraction) of the routed experts as `engine` lays them out:
+    vLLM's MXFP4 backends (vllm_mxfp4_expert_layout); (1, 0) for any other engine or format (their
+    layouts are not modelled: the checkpoint's bytes)."""
+    native = native_expert_bytes_per_param(model)
+    if engine == "vllm" and native and model.native_expert_format == "mxfp4" and native <= fmt.bytes_per_param:
+        return vllm_mxfp4_expert_layout(model, generation, tp)
+    return 1.0, 0.0
+
+
 def expert_weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat) -> float:
     """Bytes of the routed experts of one model copy (0 for a dense model): MXFP4 experts stay
     MXFP4 unless `fmt` is smaller still."""
@@ -53,7 +99,7 @@ def weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat, include_mtp
     native = native_expert_bytes_per_param(model)
     experts = min((model.expert_params_b or 0.0) * 1e9, total - emb) if native else 0.0
     mtp = model.mtp_params_b * 1e9 * fmt.bytes_per_param if include_mtp else 0.0
-    return (total - emb - experts) * fmt.bytes_per_param + emb * 2.0 + \
+    return (total - emb - experts) * dense_bytes_per_param(model, fmt) + emb * 2.0 + \
         (expert_weight_bytes_per_replica(model, fmt) if native else 0.0) + mtp
 
 
@@ -96,7 +142,7 @@ def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[
     return out
 
 
-def kv_cache_bytes_per_sequence(model: ModelArch, tokens: int, kv_bytes: float) -> float:
+def kv_cache_bytes_per_sequence(model: ModelArch, tokens: float, kv_bytes: float) -> float:
     """KV bytes of one sequence of `tokens` on one replica; sliding-window layers hold at most
     their window."""
     per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes
@@ -113,16 +159,35 @@ def kv_replication_factor(model: ModelArch, tp: int) -> float:
     return max(1.0, tp / model.num_kv_heads)
 
 
+# vLLM V1's memory profile samples one dummy request per sequence the engine may run, over the whole
+# vocabulary (vllm 0.10.2 v1/worker/gpu_model_runner.py profile_run -> _dummy_run(max_num_tokens) with
+# num_reqs = min(max_num_seqs, max_num_tokens), then _dummy_sampler_run: compute_logits, then the
+# Sampler with top_k = vocab - 1 and top_p = 0.9); what is alive at the sampler's peak, in bytes per logit:
+# the 16-bit logits (2) the caller holds, their fp32 copy (4, Sampler.forward `logits.to(torch.float32)`)
+# and, on the FlashInfer path the official image ships (ASSUMED for the benchmarks), top_k_mask_logits'
+# masked copy (4) and its softmax (4) (flashinfer.sampling.top_k_top_p_sampling_from_logits,
+# filter_apply_order "top_k_first"). The peak is subtracted from the KV budget (gpu_worker.py
+# determine_available_memory: requested_memory - non_kv_cache_memory, which holds torch_peak_increase).
+VLLM_SAMPLER_BYTES_PER_LOGIT = 2.0 + 4.0 + 4.0 + 4.0
+
+
 def runtime_overhead_gib_per_gpu(model: ModelArch, engine: EngineDefaults, tp: int,
-                                 max_num_batched_tokens: int | None = None) -> float:
-    """Memory vLLM keeps besides weights and KV, per GPU (GiB): CUDA context, CUDA graphs, and
+                                 max_num_batched_tokens: int | None = None,
+                                 max_num_seqs: int | None = None) -> float:
+    """Memory the engine keeps besides weights and KV, per GPU (GiB): CUDA context, CUDA graphs, and
     the activation peak of one scheduler step (MLP intermediates of the token budget, plus the
-    fp32 logits of the sequences it samples)."""
+    logits of the sequences it samples). vLLM samples min(max_num_seqs, max_num_batched_tokens)
+    dummy requests over the whole vocabulary on every TP rank (VLLM_SAMPLER_BYTES_PER_LOGIT); other
+    engines: fp32 logits of their default batch, vocabulary-sharded."""
     tokens = max_num_batched_tokens or engine.default_max_num_batched_tokens
     ffn = model.moe_intermediate_size * (model.moe_experts_per_token or 1) if model.is_moe and \
         model.moe_intermediate_size else (model.intermediate_size or 4 * model.hidden_size)
     act_bytes = tokens * (2 * ffn / tp + 4 * model.hidden_size) * 2.0
-    logits_bytes = engine.default_max_num_seqs * model.vocab_size / tp * 4.0
+    if engine.engine == "vllm":
+        logits_bytes = min(max_num_seqs or engine.default_max_num_seqs, tokens) * model.vocab_size \
+            * VLLM_SAMPLER_BYTES_PER_LOGIT
+    else:
+        logits_bytes = engine.default_max_num_seqs * model.vocab_size / tp * 4.0
     return engine.cuda_context_gib_per_gpu + engine.cuda_graphs_gib_per_gpu + (act_bytes + logits_bytes) / GIB
 
 
@@ -161,7 +226,9 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
     util = gpu_memory_utilization or eng.default_gpu_memory_utilization
     mem = gpu_memory_gib or catalog.gpu_usable_memory_gib(gpu)
     w_gpu = weights_gib_per_gpu(model, fmt, tp, pp)
-    over = runtime_overhead_gib_per_gpu(model, eng, tp, max_num_batched_tokens)
+    read, held = engine_expert_layout(model, fmt, engine, catalog.gpu(gpu).generation, tp)
+    w_gpu += expert_weight_bytes_per_replica(model, fmt) * (read * (1 + held) - 1) / (tp * pp) / GIB
+    over = runtime_overhead_gib_per_gpu(model, eng, tp, max_num_batched_tokens, cfg.max_num_seqs)
     kv_gpu = mem * util - w_gpu - over
     kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
     rep = kv_replication_factor(model, tp)

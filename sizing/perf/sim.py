@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
-from sizing.perf.load import WorkloadShape, _ctx, _engine_limits
+from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
 
@@ -80,14 +80,6 @@ class Arrivals:
     @classmethod
     def burst(cls, n_prompts: int) -> Arrivals:
         return cls("burst", float(n_prompts))
-
-
-def lognormal_sigma(mean: float, p95: float) -> float:
-    """Sigma of the log-normal with this mean and 95th percentile: ln(p95/mean) = 1.645σ - σ²/2
-    (the smaller root). p95/mean beyond exp(1.645²/2) ≈ 3.87 has no solution; σ is capped at 1.645."""
-    r = math.log(max(p95 / mean, 1.0))
-    disc = P95_Z * P95_Z - 2.0 * r
-    return P95_Z - math.sqrt(disc) if disc > 0 else P95_Z
 
 
 @dataclass(frozen=True)
@@ -209,11 +201,26 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     blk = int(number("vllm_kv_block_size", catalog))
     if not c.fit.fits:
         raise ValueError(f"the model does not fit: {c.fit.reason}")
-    total_blocks = int(c.fit.kv_cache_gib_available * GIB // (c.fit.kv_cache_bytes_per_token * blk))
+    # vLLM's hybrid KV cache manager (>= 0.10; vllm/v1/core/kv_cache_utils.py
+    # _get_kv_cache_config_uniform_page_size): layers of one attention type form groups of
+    # group_size = min(layers per type) layers; every group allocates from ONE pool of blocks of
+    # page_size x group_size bytes; a full-attention group needs a block per blk tokens, a sliding-window
+    # group only the blocks inside its window (single_type_kv_cache_manager.py SlidingWindowManager
+    # .remove_skipped_blocks frees the rest: at most cdiv(window - 1, blk) + 1 blocks)
+    model = cfg.model
+    n_sw = len(model.sliding_window_layers) if model.sliding_window else 0
+    n_full = model.num_layers - n_sw
+    group = min(n_full, n_sw) if n_sw and n_full else model.num_layers
+    full_groups = -(-n_full // group) if n_full else 0
+    sw_groups = -(-n_sw // group) if n_sw else 0
+    win_blocks = -(-(int(model.sliding_window or 0) - 1) // blk) + 1 if n_sw else 0
+    block_bytes = c.fit.kv_cache_bytes_per_token / model.num_layers * group * blk
+    total_blocks = int(c.fit.kv_cache_gib_available * GIB // block_bytes)
     rng = np.random.default_rng(seed)
     n = n_requests or default_requests(arrivals, max_seqs)
     # longest sequence the engine accepts: the KV cache (and max_model_len ~ prompt p95 + output p95)
-    max_len = max(2, min(total_blocks * blk, c.fit.context_tokens))
+    max_len = max(2, min((total_blocks - sw_groups * win_blocks) // max(full_groups, 1) * blk,
+                         c.fit.context_tokens))
     P = prompt.sample(rng, n, max_len - 1)
     OUT = np.minimum(output.sample(rng, n, max_len - 1), max_len - P)
     OUT = np.maximum(OUT, 1)
@@ -221,7 +228,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     # prefix-cache hits: whole blocks of a shared prefix, resident once (its blocks are not per request)
     H = (np.floor(P * hit / blk) * blk).astype(np.int64)
     H = np.minimum(H, ((P - 1) // blk) * blk)
-    shared_blocks = int(H.max() // blk) if n else 0
+    shared_blocks = int(H.max() // blk) * max(full_groups, 1) if n else 0
     free = total_blocks - shared_blocks
     overhead = c.request_overhead_s
     frontend = cal.v("frontend_ms_per_request") / 1e3
@@ -283,7 +290,10 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     stable = True
 
     def blocks_for(tokens: np.ndarray | int, hits: np.ndarray | int) -> np.ndarray | int:
-        return -(-tokens // blk) - hits // blk
+        own = -(-tokens // blk)
+        if not sw_groups:
+            return own - hits // blk
+        return full_groups * (own - hits // blk) + sw_groups * np.minimum(own, win_blocks)
 
     while done < n:
         iterations += 1

@@ -35,7 +35,9 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import PerfModelError
 from sizing.perf.memory import (
+    dense_bytes_per_param,
     embedding_params,
+    engine_expert_layout,
     expert_weight_bytes_per_replica,
     kv_cache_bytes_per_token,
     kv_dtype_bytes,
@@ -295,6 +297,10 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         if model.native_expert_format:  # gpt-oss: the experts stay MXFP4 whatever the precision
             expert_bytes = expert_weight_bytes_per_replica(model, fmt) / n_exp
     dense_bytes = max(w_read - n_exp * expert_bytes, 0.0)
+    # the engine's expert layout (vLLM pads MXFP4 experts per backend): every step reads the padded shard
+    pad_read, pad_held = engine_expert_layout(model, fmt, engine, gpu.generation, tp)
+    expert_bytes *= pad_read
+    w_total += n_exp * expert_bytes * (1 + pad_held) - n_exp * expert_bytes / pad_read
     kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
     rep = kv_replication_factor(model, tp)
     kv_tok = kv_cache_bytes_per_token(model, kvb) * rep
@@ -305,6 +311,12 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     active_expert = min(k * expert_params, active_nonemb)
     peak_tflops, weight_only = compute_peak_tflops(cal, gpu, fmt)
     mfu = min(cal.v("gemm_mfu") * cal.engine_eff(engine) * kernel_efficiency(cal, fmt, weight_only), 1.0)
+    # the non-expert GEMMs of a natively quantized-expert checkpoint (gpt-oss) are 16-bit
+    # (memory.dense_bytes_per_param): they run at the 16-bit peak, not at the experts' kernel
+    dense_fmt = catalog.precision("bf16") if dense_bytes_per_param(model, fmt) == 2.0 != fmt.bytes_per_param else fmt
+    dense_peak, dense_weight_only = compute_peak_tflops(cal, gpu, dense_fmt)
+    dense_mfu = min(cal.v("gemm_mfu") * cal.engine_eff(engine) * kernel_efficiency(cal, dense_fmt, dense_weight_only),
+                    1.0)
     # attention multiplies 16-bit Q/K/V (an FP8 KV cache is dequantized in the kernel): the 16-bit peak
     attn_peak_tflops, _ = compute_peak_tflops(cal, gpu, catalog.precision("bf16"))
     # a narrow per-GPU shard of each expert's intermediate dimension (tensor parallel) wastes tiles
@@ -333,7 +345,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         allreduces_per_stage=int(math.ceil(2 * model.num_layers / pp)),
         allreduce_bytes_per_token=model.hidden_size * 2.0,
         bw_bytes_per_s=gpu.memory_bandwidth_gbs * GB * cal.bandwidth_fraction(hbm),
-        dense_flops_per_s=peak_tflops * 1e12 * mfu,
+        dense_flops_per_s=dense_peak * 1e12 * dense_mfu,
         attn_flops_per_s=attn_peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0)
         * cal.v("attention_efficiency"),
         expert_flops_per_s=expert_flops_per_s,
