@@ -7,7 +7,7 @@ vllm serve \
     --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
     --max-model-len 8192 \
-    --max-num-seqs 175 \
+    --max-num-seqs 173 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \

@@ -7,8 +7,8 @@ vllm serve \
     --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
     --max-model-len 131072 \
-    --max-num-seqs 64 \
-    --max-num-batched-tokens 2048 \
+    --max-num-seqs 130 \
+    --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
