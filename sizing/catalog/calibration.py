@@ -112,8 +112,10 @@ PARAMS: dict[str, ParamSpec] = {
                                                  "fit of 2026-12-01: 0.476, prior 0.5)"),
     "eager_launch_us_per_layer": ParamSpec(60.0, 10.0, 400.0, "µs per layer per step",
                                            "kernel launches when CUDA graphs are off (--enforce-eager)",
-                                           fixed="no source's predictions move by 0.5 % when it moves 10 % "
-                                                 "(main's fit of 2026-12-01: 67.9, prior 60)"),
+                                           fixed="only hfsm's eager TGI rows move it, one-for-one with "
+                                                 "step_overhead_ms.tgi (both are per-step CPU time); fitting it "
+                                                 "with that one held instead gave 14.8 / 18.0 / 24.4 % held out "
+                                                 "(2026-12-01, prior 60)"),
     "roofline_sharpness": ParamSpec(1.0, 1.0, 12.0, "a in (mem^a + compute^a)^(1/a)",
                                     "how well memory traffic and math overlap inside a step",
                                     fixed="every fit ended on the lower bound 1 (prior 3): within one step the "
