@@ -52,6 +52,7 @@ FINALISTS = 2  # cheapest feasible candidates that are tuned and simulated
 # ... plus the cheapest of each GPU type within this factor of the best grid-tuned analytic cost: tuning gains
 # differ by GPU (dev at ITL 138 ms: 2 x g6e.xlarge $3.72/h while the T4s, left untuned, met 114 ms at $3.16/h)
 FINALIST_COST_WINDOW = 1.5  # on the grid-tuned analytic cost
+GRID_WINDOW = 3.0  # GPU types gridded for that: default-flags cost within this factor of the cheapest
 SIM_TRIES = 4  # simulations per finalist at most
 LATTICE_RATIO = 2 ** 0.25  # loads the simulation checks: requests/s 2^(k/4); users ceil(2^(k/4)), distinct
 SIM_SEED = 0
@@ -200,17 +201,25 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
     # and the cheapest of each GPU type whose cost with its flags tuned on the analytic grid (ms each, no
     # simulation) is near the best such cost: tuning gains differ by GPU by up to 2x (dev at 755 users: the
     # H100's default-flags cost is 1.8x the L40S's, its tuned one 0.8x)
+    # (GPU types whose default-flags cost is beyond GRID_WINDOW of the cheapest are not gridded: no tuning gain
+    # seen comes near that)
     first: dict[str, int] = {}
+    floor = feasible[ranked[0]].usd_per_hour if ranked else 0.0
     for i in ranked:
-        first.setdefault(feasible[i].cand.instance.gpu, i)
-    grid_cost = {i: _grid_cost(p, feasible[i]) for i in first.values()}
+        if feasible[i].usd_per_hour <= floor * GRID_WINDOW:
+            first.setdefault(feasible[i].cand.instance.gpu, i)
+    grids: dict[int, tuple[int, int, Goodput]] = {}
+    for i in first.values():
+        grids[i] = _grid(p.catalog, p.model, feasible[i], p.workload, p.demand.mode)
+    grid_cost = {i: resize(replace(feasible[i], gp=grids[i][2]), p.demand, p.hardware.redundancy,
+                           feasible[i].goodput_scale).usd_per_hour for i in first.values()}
     if grid_cost:
         ceiling = min(grid_cost.values()) * FINALIST_COST_WINDOW
         chosen += [i for i in first.values() if i not in chosen and grid_cost[i] <= ceiling]
     out = list(feasible)
     tuned: dict[object, Evaluated] = {}
     for i in chosen:
-        out[i] = tune(p.catalog, p.model, p.workload, p.demand, feasible[i], p.hardware.redundancy)
+        out[i] = tune(p.catalog, p.model, p.workload, p.demand, feasible[i], p.hardware.redundancy, grids.get(i))
         tuned.setdefault(_cfg(p.model, feasible[i], p.workload), out[i])
     # a candidate whose replica is the same as a tuned one's (same GPU, precision and parallelism on another
     # instance size) serves the same: it gets the same flags and simulated goodput, so that a purchase split
@@ -222,16 +231,11 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
     return out
 
 
-def _grid_cost(p: PlanningProblem, ev: Evaluated) -> float:
-    """$/h of a candidate sized on its analytic goodput with the grid's best batching flags."""
-    _, _, g = _grid(p.catalog, p.model, ev, p.workload, p.demand.mode)
-    return resize(replace(ev, gp=g), p.demand, p.hardware.redundancy, ev.goodput_scale).usd_per_hour
-
-
 def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Evaluated,
-         redundancy: int) -> Evaluated:
-    """One finalist with its batching flags chosen and its goodput simulated, re-sized for the demand."""
-    budget, seqs, g = _grid(cat, model, ev, w, demand.mode)
+         redundancy: int, grid: tuple[int, int, Goodput] | None = None) -> Evaluated:
+    """One finalist with its batching flags chosen and its goodput simulated, re-sized for the demand.
+    `grid`: its _grid result when already known."""
+    budget, seqs, g = grid or _grid(cat, model, ev, w, demand.mode)
     _, budget0, _ = _engine_limits(cat, _cfg(model, ev, w))
     cfg = _cfg(model, ev, w, budget, seqs)
     note = (f"max_num_batched_tokens {budget:,} and max_num_seqs {seqs:,} chosen from budgets "
