@@ -14,3 +14,16 @@ def test_tgi_before_cuda_graphs_runs_eagerly() -> None:
     rows = [r for r in load_rows(load_catalog()) if r.cfg.engine == "tgi"]
     assert rows and all(not r.cfg.cuda_graphs for r in rows)
     assert "tgi_eager" in BENCHMARK_ASSUMPTIONS
+
+
+def test_awq_rows_served_with_quantization_awq_run_the_unfused_kernels() -> None:
+    # r2rz's L4 runs pass `--quantization awq` (vLLM 0.8.5 and SGLang 0.4.6); its A100 runs pass
+    # `--quantization awq_marlin`; gpustackq's page has a row 'AWQ' beside a row 'AWQ Marlin'
+    rows = load_rows(load_catalog())
+    r2rz = [r for r in rows if r.source == "r2rz" and r.cfg.precision == "int4-awq"]
+    assert {r.cfg.gpu for r in r2rz if not r.cfg.awq_marlin} == {"L4"}
+    assert all(r.cfg.awq_marlin for r in r2rz if r.cfg.gpu != "L4")
+    gq = {r.id: r.cfg.awq_marlin for r in rows if r.source == "gpustackq" and r.cfg.precision == "int4-awq"}
+    assert gq["gpustackq-0010"] is False and gq["gpustackq-0013"] is True
+    assert all(r.cfg.awq_marlin for r in rows if r.cfg.precision != "int4-awq")
+    assert "awq_unfused_rows" in BENCHMARK_ASSUMPTIONS
