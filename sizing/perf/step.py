@@ -311,22 +311,21 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     active_expert = min(k * expert_params, active_nonemb)
     peak_tflops, weight_only = compute_peak_tflops(cal, gpu, fmt)
     mfu = min(cal.v("gemm_mfu") * cal.engine_eff(engine) * kernel_efficiency(cal, fmt, weight_only), 1.0)
+    # this engine's 16-bit dense GEMM rate: attention (16-bit Q/K/V; an FP8 KV cache is dequantized in the
+    # kernel), the 16-bit layers of a natively quantized-expert checkpoint, the matmul after an unfused AWQ
+    # dequantize, and FP8 experts on the Triton fused-MoE kernel all run at it
+    peak16_tflops, _ = compute_peak_tflops(cal, gpu, catalog.precision("bf16"))
+    rate16 = peak16_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0)
     # the non-expert GEMMs of a natively quantized-expert checkpoint (gpt-oss) are 16-bit
-    # (memory.dense_bytes_per_param): they run at the 16-bit peak, not at the experts' kernel
-    dense_fmt = catalog.precision("bf16") if dense_bytes_per_param(model, fmt) == 2.0 != fmt.bytes_per_param else fmt
-    dense_peak, dense_weight_only = compute_peak_tflops(cal, gpu, dense_fmt)
-    dense_mfu = min(cal.v("gemm_mfu") * cal.engine_eff(engine) * kernel_efficiency(cal, dense_fmt, dense_weight_only),
-                    1.0)
-    # attention multiplies 16-bit Q/K/V (an FP8 KV cache is dequantized in the kernel): the 16-bit peak
-    attn_peak_tflops, _ = compute_peak_tflops(cal, gpu, catalog.precision("bf16"))
+    # (memory.dense_bytes_per_param), not at the experts' kernel
+    dense16 = dense_bytes_per_param(model, fmt) == 2.0 and fmt.bytes_per_param != 2.0
     # a narrow per-GPU shard of each expert's intermediate dimension (tensor parallel) wastes tiles
     width = (model.moe_intermediate_size or model.intermediate_size or model.hidden_size) / tp
     shard_eff = width / (width + cal.v("expert_shard_width_half")) if n_exp else 1.0
-    expert_flops_per_s = peak_tflops * 1e12 * mfu * cal.v("moe_expert_efficiency") * shard_eff
-    if (n_exp and engine in TRITON_FUSED_MOE_ENGINES and not weight_only and fmt.weight_bits < 16
-            and fmt.activation_dtype_native == "fp8"):
-        expert_flops_per_s = attn_peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0) \
-            * cal.v("moe_expert_efficiency") * shard_eff
+    triton_fp8_experts = (n_exp and engine in TRITON_FUSED_MOE_ENGINES and not weight_only and fmt.weight_bits < 16
+                          and fmt.activation_dtype_native == "fp8")
+    expert_flops_per_s = (rate16 if triton_fp8_experts else peak_tflops * 1e12 * mfu) \
+        * cal.v("moe_expert_efficiency") * shard_eff
     hbm = gpu.memory_bandwidth_gbs >= HBM_MIN_BANDWIDTH_GBS
     dequant_min = (AWQ_DEQUANTIZE_MIN_TOKENS.get(engine, AWQ_DEQUANTIZE_MIN_TOKENS["vllm"])
                    if not awq_marlin and fmt.name == "int4-awq" else None)
@@ -345,9 +344,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         allreduces_per_stage=int(math.ceil(2 * model.num_layers / pp)),
         allreduce_bytes_per_token=model.hidden_size * 2.0,
         bw_bytes_per_s=gpu.memory_bandwidth_gbs * GB * cal.bandwidth_fraction(hbm),
-        dense_flops_per_s=dense_peak * 1e12 * dense_mfu,
-        attn_flops_per_s=attn_peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0)
-        * cal.v("attention_efficiency"),
+        dense_flops_per_s=rate16 if dense16 else peak_tflops * 1e12 * mfu,
+        attn_flops_per_s=rate16 * cal.v("attention_efficiency"),
         expert_flops_per_s=expert_flops_per_s,
         link_bytes_per_s=link * GB * cal.link_efficiency(interconnect),
         hop_latency_s=cal.hop_latency_s(interconnect),
@@ -357,4 +355,4 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         roofline_sharpness=cal.v("roofline_sharpness"), weight_gib_per_gpu=w_total / n / 2**30,
         peak_bandwidth_gbs=gpu.memory_bandwidth_gbs, dequantize_min_tokens=dequant_min,
         dequantize_bytes_per_gpu=max(quantized_params, 0.0) * AWQ_DEQUANTIZE_BYTES_PER_PARAM / n,
-        dequantized_flops_per_s=peak_tflops * 1e12 * min(cal.v("gemm_mfu") * cal.engine_eff(engine), 1.0))
+        dequantized_flops_per_s=rate16)
