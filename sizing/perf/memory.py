@@ -81,6 +81,14 @@ def engine_expert_layout(model: ModelArch, fmt: PrecisionFormat, engine: str, ge
     return 1.0, 0.0
 
 
+def engine_layout_extra_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat, engine: str, generation: str,
+                                          tp: int) -> float:
+    """Bytes one replica holds beyond its checkpoint's weights because of the engine's expert layout
+    (engine_expert_layout: vLLM's MXFP4 padding and the block scales kept beside their copy); 0 else."""
+    read, held = engine_expert_layout(model, fmt, engine, generation, tp)
+    return expert_weight_bytes_per_replica(model, fmt) * (read * (1 + held) - 1)
+
+
 def expert_weight_bytes_per_replica(model: ModelArch, fmt: PrecisionFormat) -> float:
     """Bytes of the routed experts of one model copy (0 for a dense model): MXFP4 experts stay
     MXFP4 unless `fmt` is smaller still."""
@@ -226,8 +234,8 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
     util = gpu_memory_utilization or eng.default_gpu_memory_utilization
     mem = gpu_memory_gib or catalog.gpu_usable_memory_gib(gpu)
     w_gpu = weights_gib_per_gpu(model, fmt, tp, pp)
-    read, held = engine_expert_layout(model, fmt, engine, catalog.gpu(gpu).generation, tp)
-    w_gpu += expert_weight_bytes_per_replica(model, fmt) * (read * (1 + held) - 1) / (tp * pp) / GIB
+    extra = engine_layout_extra_bytes_per_replica(model, fmt, engine, catalog.gpu(gpu).generation, tp)
+    w_gpu += extra / (tp * pp) / GIB
     over = runtime_overhead_gib_per_gpu(model, eng, tp, max_num_batched_tokens, cfg.max_num_seqs)
     kv_gpu = mem * util - w_gpu - over
     kvb = kv_dtype_bytes(kv_cache_dtype, fmt)

@@ -38,6 +38,7 @@ from sizing.perf.memory import (
     dense_bytes_per_param,
     embedding_params,
     engine_expert_layout,
+    engine_layout_extra_bytes_per_replica,
     expert_weight_bytes_per_replica,
     kv_cache_bytes_per_token,
     kv_dtype_bytes,
@@ -298,9 +299,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
             expert_bytes = expert_weight_bytes_per_replica(model, fmt) / n_exp
     dense_bytes = max(w_read - n_exp * expert_bytes, 0.0)
     # the engine's expert layout (vLLM pads MXFP4 experts per backend): every step reads the padded shard
-    pad_read, pad_held = engine_expert_layout(model, fmt, engine, gpu.generation, tp)
-    expert_bytes *= pad_read
-    w_total += n_exp * expert_bytes * (1 + pad_held) - n_exp * expert_bytes / pad_read
+    expert_bytes *= engine_expert_layout(model, fmt, engine, gpu.generation, tp)[0]
+    w_total += engine_layout_extra_bytes_per_replica(model, fmt, engine, gpu.generation, tp)
     kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
     rep = kv_replication_factor(model, tp)
     kv_tok = kv_cache_bytes_per_token(model, kvb) * rep
