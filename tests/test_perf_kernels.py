@@ -9,7 +9,7 @@ from __future__ import annotations
 from sizing.catalog.calibration import load_calibration
 from sizing.catalog.lookup import load_catalog
 from sizing.perf.memory import embedding_params
-from sizing.perf.step import AWQ_DEQUANTIZE_BYTES_PER_PARAM, AWQ_DEQUANTIZE_MIN_TOKENS, build_step_model
+from sizing.perf.step import AWQ_DEQUANTIZE_BYTES_PER_PARAM, build_step_model
 
 CAT = load_catalog()
 CAL = load_calibration()
@@ -37,7 +37,7 @@ def test_unfused_awq_dequantizes_to_16_bits_from_256_tokens_in_vllm() -> None:
     # awq_gemm reads the 4-bit weights; from 256 it writes and reads back a 16-bit copy of every weight
     fused = _sm("qwen2.5-7b-instruct", "L4", "int4-awq")
     unfused = _sm("qwen2.5-7b-instruct", "L4", "int4-awq", awq_marlin=False)
-    assert AWQ_DEQUANTIZE_MIN_TOKENS["vllm"] == 256
+    assert CAT.engine("vllm").awq_unfused_dequantize_min_tokens == 256
     assert unfused.step_s(8, 600) == fused.step_s(8, 600)
     mem_f, _, _ = fused.parts(0, 0, 512, 256)
     mem_u, _, _ = unfused.parts(0, 0, 512, 256)
@@ -55,7 +55,7 @@ def test_sglang_unfused_awq_dequantizes_in_every_step() -> None:
     # where the 4-bit weights alone take ~25 ms to read
     fused = _sm("qwen2.5-7b-instruct", "L4", "int4-awq", engine="sglang", cuda_graphs=False)
     unfused = _sm("qwen2.5-7b-instruct", "L4", "int4-awq", engine="sglang", awq_marlin=False, cuda_graphs=False)
-    assert AWQ_DEQUANTIZE_MIN_TOKENS["sglang"] == 0
+    assert CAT.engine("sglang").awq_unfused_dequantize_min_tokens == 0
     assert unfused.step_s(1, 100) > 3.0 * fused.step_s(1, 100)
     assert 0.09 < unfused.step_s(1, 100) < 0.16
 

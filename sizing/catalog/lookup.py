@@ -201,6 +201,11 @@ class Catalog:
             default_gpu_memory_utilization=float(r["default_gpu_memory_utilization"]),
             cuda_context_gib_per_gpu=float(r["cuda_context_gib_per_gpu"]),
             cuda_graphs_gib_per_gpu=float(r["cuda_graphs_gib_per_gpu"]),
+            awq_unfused_dequantize_min_tokens=(int(float(r["awq_unfused_dequantize_min_tokens"]))
+                                               if r["awq_unfused_dequantize_min_tokens"] else None),
+            fp8_moe_experts_at_16_bit_rate=flag(r["fp8_moe_experts_at_16_bit_rate"]),
+            profile_sampler_bytes_per_logit=(float(r["profile_sampler_bytes_per_logit"])
+                                             if r["profile_sampler_bytes_per_logit"] else None),
             source=r["source"], as_of=r["as_of"]) for r in self.rows("engines.csv")}
 
     # --- the platform under the GPUs ------------------------------------------------------

@@ -207,6 +207,13 @@ class EngineDefaults:
     default_gpu_memory_utilization: float
     cuda_context_gib_per_gpu: float
     cuda_graphs_gib_per_gpu: float
+    # kernel rules (sizing.perf.step / memory): an AWQ checkpoint served with `--quantization awq`
+    # dequantizes to 16 bits from this many tokens a step (None: no such path); FP8 W8A8 MoE experts
+    # compute at the 16-bit rate (a Triton fused-MoE kernel); bytes per logit the memory profile's
+    # sampler holds (None: fp32 logits of the default batch, vocabulary-sharded)
+    awq_unfused_dequantize_min_tokens: int | None
+    fp8_moe_experts_at_16_bit_rate: bool
+    profile_sampler_bytes_per_logit: float | None
     source: str
     as_of: str
 

@@ -167,16 +167,6 @@ def kv_replication_factor(model: ModelArch, tp: int) -> float:
     return max(1.0, tp / model.num_kv_heads)
 
 
-# vLLM V1's memory profile samples one dummy request per sequence the engine may run, over the whole
-# vocabulary (vllm 0.10.2 v1/worker/gpu_model_runner.py profile_run -> _dummy_run(max_num_tokens) with
-# num_reqs = min(max_num_seqs, max_num_tokens), then _dummy_sampler_run: compute_logits, then the
-# Sampler with top_k = vocab - 1 and top_p = 0.9); what is alive at the sampler's peak, in bytes per logit:
-# the 16-bit logits (2) the caller holds, their fp32 copy (4, Sampler.forward `logits.to(torch.float32)`)
-# and, on the FlashInfer path the official image ships (ASSUMED for the benchmarks), top_k_mask_logits'
-# masked copy (4) and its softmax (4) (flashinfer.sampling.top_k_top_p_sampling_from_logits,
-# filter_apply_order "top_k_first"). The peak is subtracted from the KV budget (gpu_worker.py
-# determine_available_memory: requested_memory - non_kv_cache_memory, which holds torch_peak_increase).
-VLLM_SAMPLER_BYTES_PER_LOGIT = 2.0 + 4.0 + 4.0 + 4.0
 
 
 def runtime_overhead_gib_per_gpu(model: ModelArch, engine: EngineDefaults, tp: int,
@@ -184,16 +174,17 @@ def runtime_overhead_gib_per_gpu(model: ModelArch, engine: EngineDefaults, tp: i
                                  max_num_seqs: int | None = None) -> float:
     """Memory the engine keeps besides weights and KV, per GPU (GiB): CUDA context, CUDA graphs, and
     the activation peak of one scheduler step (MLP intermediates of the token budget, plus the
-    logits of the sequences it samples). vLLM samples min(max_num_seqs, max_num_batched_tokens)
-    dummy requests over the whole vocabulary on every TP rank (VLLM_SAMPLER_BYTES_PER_LOGIT); other
-    engines: fp32 logits of their default batch, vocabulary-sharded."""
+    logits of the sequences it samples). vLLM's memory profile samples min(max_num_seqs,
+    max_num_batched_tokens) dummy requests over the whole vocabulary on every TP rank, holding
+    engines.csv `profile_sampler_bytes_per_logit` per logit (the source there) out of the KV budget;
+    an engine without that figure: fp32 logits of its default batch, vocabulary-sharded."""
     tokens = max_num_batched_tokens or engine.default_max_num_batched_tokens
     ffn = model.moe_intermediate_size * (model.moe_experts_per_token or 1) if model.is_moe and \
         model.moe_intermediate_size else (model.intermediate_size or 4 * model.hidden_size)
     act_bytes = tokens * (2 * ffn / tp + 4 * model.hidden_size) * 2.0
-    if engine.engine == "vllm":
+    if engine.profile_sampler_bytes_per_logit is not None:
         logits_bytes = min(max_num_seqs or engine.default_max_num_seqs, tokens) * model.vocab_size \
-            * VLLM_SAMPLER_BYTES_PER_LOGIT
+            * engine.profile_sampler_bytes_per_logit
     else:
         logits_bytes = engine.default_max_num_seqs * model.vocab_size / tp * 4.0
     return engine.cuda_context_gib_per_gpu + engine.cuda_graphs_gib_per_gpu + (act_bytes + logits_bytes) / GIB

@@ -19,7 +19,7 @@ class ReplicaConfig:
     vLLM --enforce-eager / SGLang --disable-cuda-graph; `async_scheduling` is vLLM
     --async-scheduling (CPU scheduling overlaps the GPU step). `awq_marlin` False is an AWQ checkpoint
     served with `--quantization awq` (the unfused AWQ kernels, not Marlin; sizing.perf.step
-    AWQ_DEQUANTIZE_MIN_TOKENS); llmcap renders nothing else, so only measured rows set it."""
+    engines.csv awq_unfused_dequantize_min_tokens); llmcap renders nothing else, so only measured rows set it."""
 
     model: ModelArch
     gpu: str

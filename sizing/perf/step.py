@@ -58,24 +58,11 @@ _PEAK_FIELD = {"fp8": "fp8_dense_tflops", "int8": "int8_dense_tops", "fp4": "fp4
 # vLLM's default CUDA-graph capture sizes (vllm/config: [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16));
 # a decode batch runs the next captured size up.
 GRAPH_SIZES = [1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)]
-# `--quantization awq` (not awq_marlin): the unfused AWQ path dequantizes every quantized weight to 16
-# bits and runs a dense matmul once a step has this many tokens (fewer: the fused awq_gemm kernel,
-# which reads the 4-bit weights). vLLM: vllm/model_executor/layers/quantization/awq.py
-# AWQLinearMethod.apply, "FP16_MATMUL_HEURISTIC_CONDITION = x.shape[:-1].numel() >= 256 ... out =
-# ops.awq_dequantize(...); out = torch.matmul(reshaped_x, out)"; SGLang always does:
-# sglang/srt/layers/quantization/awq.py AWQLinearMethod.apply, "out = awq_dequantize(qweight, scales,
-# qzeros); out = torch.matmul(reshaped_x, out)" (no fused path).
-AWQ_DEQUANTIZE_MIN_TOKENS = {"vllm": 256, "sglang": 0}
-# bytes moved per quantized weight by one dequantize + matmul beyond reading the 4-bit weight:
-# the 16-bit copy written by awq_dequantize and read back by the matmul
+# `--quantization awq` (not awq_marlin) dequantizes every quantized weight to 16 bits and runs a dense
+# matmul from engines.csv `awq_unfused_dequantize_min_tokens` tokens a step (vLLM 256, SGLang 0; fewer:
+# vLLM's fused awq_gemm, which reads the 4-bit weights). Bytes moved per quantized weight by one dequantize
+# + matmul beyond reading the 4-bit weight: the 16-bit copy awq_dequantize writes and the matmul reads back.
 AWQ_DEQUANTIZE_BYTES_PER_PARAM = 2.0 + 2.0
-# Engines whose FP8 W8A8 experts run in the Triton fused-MoE kernel, which gains little over its BF16 path:
-# vllm-project/vllm PR #35457 (Qwen3MoE E=128 N=96 on H200, TP8, both tuned): "FP8 vs BF16 (both tuned): 10-17%
-# faster at batch sizes 4+" (not the FP8 tensor peak's 2x), so their FP8 expert GEMMs compute at the 16-bit rate
-# (FP8 still halves the expert bytes read). vLLM 0.11 Fp8MoEMethod falls back to it (fused_experts) when
-# DeepGEMM is not installed or the shard is not a multiple of 128 (Qwen3-235B over TP8: 192); SGLang:
-# sglang/srt/layers/moe/fused_moe_triton. TensorRT-LLM runs its own CUTLASS MoE GEMMs at the FP8 rate.
-TRITON_FUSED_MOE_ENGINES = ("vllm", "sglang")
 
 
 def graph_padded(batch: float) -> float:
@@ -282,7 +269,9 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
                      cuda_graphs: bool = True, async_scheduling: bool = False,
                      awq_marlin: bool = True) -> StepModel:
     """Precompute a replica's step-model constants from the catalog and the calibration.
-    `awq_marlin` False: an AWQ checkpoint on the unfused kernels (AWQ_DEQUANTIZE_MIN_TOKENS)."""
+    `awq_marlin` False: an AWQ checkpoint on the unfused kernels (engines.csv
+    `awq_unfused_dequantize_min_tokens`). An engine engines.csv does not list (tgi, calibration only)
+    has neither kernel rule."""
     gpu = catalog.gpu(gpu_name)
     fmt = catalog.precision(precision)
     n = tp * pp
@@ -322,13 +311,16 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     # a narrow per-GPU shard of each expert's intermediate dimension (tensor parallel) wastes tiles
     width = (model.moe_intermediate_size or model.intermediate_size or model.hidden_size) / tp
     shard_eff = width / (width + cal.v("expert_shard_width_half")) if n_exp else 1.0
-    triton_fp8_experts = (n_exp and engine in TRITON_FUSED_MOE_ENGINES and not weight_only and fmt.weight_bits < 16
-                          and fmt.activation_dtype_native == "fp8")
+    rules = catalog.engines.get(engine)
+    # FP8 W8A8 experts on a Triton fused-MoE kernel (engines.csv `fp8_moe_experts_at_16_bit_rate`, with its
+    # source): FP8 still halves the expert bytes read, the math runs at the 16-bit rate
+    triton_fp8_experts = (n_exp and rules is not None and rules.fp8_moe_experts_at_16_bit_rate and not weight_only
+                          and fmt.weight_bits < 16 and fmt.activation_dtype_native == "fp8")
     expert_flops_per_s = (rate16 if triton_fp8_experts else peak_tflops * 1e12 * mfu) \
         * cal.v("moe_expert_efficiency") * shard_eff
     hbm = gpu.memory_bandwidth_gbs >= HBM_MIN_BANDWIDTH_GBS
-    dequant_min = (AWQ_DEQUANTIZE_MIN_TOKENS.get(engine, AWQ_DEQUANTIZE_MIN_TOKENS["vllm"])
-                   if not awq_marlin and fmt.name == "int4-awq" else None)
+    dequant_min = (rules.awq_unfused_dequantize_min_tokens
+                   if rules is not None and not awq_marlin and fmt.name == "int4-awq" else None)
     # the quantized weights: everything but the 16-bit embeddings / lm_head
     quantized_params = model.params_total_b * 1e9 - (0.0 if fmt.quantizes_embeddings else embedding_params(model))
     link = link_bandwidth_gbs(catalog, gpu, interconnect) if tp > 1 else 1.0
