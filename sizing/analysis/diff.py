@@ -24,6 +24,9 @@ from sizing.plan import CostLine, Plan
 DIFF_SCHEMA_VERSION = 1
 Status = Literal["added", "removed", "modified", "unchanged", "renamed"]
 PlanSource = Literal["saved", "re-planned"]
+# a side whose saved plan is not what `llmcap plan --write` wrote (sizing.planning.saved_plan.SavedPlanRefusedError):
+# its reason starts with this, and the diff fails on it whether or not a gate is set
+REFUSED = "refused saved plan"
 RENAME_SIMILARITY = 0.6  # difflib ratio of two stack files' text above which a removed + added pair is a rename
 
 
@@ -217,7 +220,13 @@ Planner = Callable[[str, str, str], Plan]
 
 def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tuple[Side, Any]:
     """A side from the ref's saved plan, checked against the stack file there; (side, SavedPlan or None)."""
-    from sizing.planning.saved_plan import StalePlanError, check_current, parse_saved_plan, saved_plan_path
+    from sizing.planning.saved_plan import (
+        SavedPlanRefusedError,
+        StalePlanError,
+        check_current,
+        parse_saved_plan,
+        saved_plan_path,
+    )
     from sizing.stack import config_from_text, stack_from_config
 
     plan_file = saved_plan_path(path).as_posix()
@@ -225,6 +234,9 @@ def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tup
         stack = stack_from_config(name, config_from_text(text, f"{ref}:{path}"), f"{ref}:{path}")
         saved = parse_saved_plan(plan_text, f"{ref}:{plan_file}", path)
         check_current(saved, stack, path)
+    except SavedPlanRefusedError as e:
+        side = side_unplanned(ref, e, REFUSED)
+        return side.model_copy(update={"plan_source": "saved", "plan_file": plan_file}), None
     except StalePlanError as e:
         side = side_unplanned(ref, e, "stale saved plan")
         return side.model_copy(update={"plan_source": "saved", "plan_file": plan_file}), None

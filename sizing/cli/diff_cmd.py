@@ -98,12 +98,17 @@ def gate_problems(d: CostDiff, fail_above_percent: float | None, budget_usd_mont
     after the change is above its own llmcap:budget_usd_month, or a stack that cannot be planned at
     head (invalid, infeasible, or a stale saved plan) when a gate applies to it (--fail-above-percent,
     --budget-usd-month, or its own llmcap:budget_usd_month): its cost is unknown, so the gate fails
-    closed instead of passing it as $0."""
+    closed instead of passing it as $0. A head whose saved plan is refused (edited by hand, NaN,
+    negative, figures that do not add up) fails whether or not a gate is set."""
+    from sizing.analysis.diff import REFUSED
+
     problems: list[str] = []
     gated = fail_above_percent is not None or budget_usd_month is not None
     for sd in d.stacks:
-        if sd.after is not None and not sd.after.planned and (gated or sd.after.budget_usd_month is not None):
-            problems.append(f"stack {sd.stack} cannot be priced at {d.head} ({sd.after.reason}); the gate "
+        a = sd.after
+        if a is not None and not a.planned and (gated or (a.reason or "").startswith(REFUSED)
+                                                or a.budget_usd_month is not None):
+            problems.append(f"stack {sd.stack} cannot be priced at {d.head} ({a.reason}); the gate "
                             "fails closed")
     if fail_above_percent is not None and d.total_delta_usd_per_month > 0:
         pct = d.total_delta_percent

@@ -15,7 +15,11 @@ A saved plan holds:
 - `pinned`: the catalog rows the Pulumi program reads besides the plan (AZ offerings of the region,
   the specs of the plan's instance types), so a later `llmcap catalog refresh` cannot move subnets
   or node sizes of a running stack;
-- `plan`: the Plan itself.
+- `plan`: the Plan itself;
+- `digest`: sha256 over all of the above (sizing/planning/plan_integrity.py `body_digest`), written by
+  `--write`. Reading a saved plan checks it and the Plan's own figures (`plan_problems`), so a plan
+  edited by hand, NaN or negative is refused with one line (`SavedPlanRefusedError`) by `render`, the
+  Pulumi program and `llmcap diff` alike.
 
 The Pulumi program (infra/__main__.py) and `llmcap render` deploy the saved plan and never re-plan;
 `llmcap diff` compares saved plans between git refs. Nothing here imports pulumi or boto3.
@@ -42,7 +46,8 @@ from sizing.user_files import atomic_write_text, read_user_file
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
 
-SAVED_PLAN_VERSION = 1
+# 2 (issue 32): the `digest` over the body, checked on every read
+SAVED_PLAN_VERSION = 2
 SUFFIX = ".plan.json"
 # the stack-file keys whose values determine the plan (the secrets api_key/hf_token do not)
 FINGERPRINT_KEYS = ("aws:region", "llmcap:workload", "llmcap:hardware", "llmcap:deployment",
@@ -51,6 +56,11 @@ FINGERPRINT_KEYS = ("aws:region", "llmcap:workload", "llmcap:hardware", "llmcap:
 
 class StalePlanError(SpecError):
     """The saved plan does not match its stack file, or there is none (exit 2)."""
+
+
+class SavedPlanRefusedError(StalePlanError):
+    """The saved plan is not what `llmcap plan --write` wrote: edited by hand (its digest), or figures
+    that cannot be the planner's (NaN, negative, not adding up) (exit 2)."""
 
 
 class _M(BaseModel):
@@ -92,9 +102,18 @@ class SavedPlan(_M):
     generation: Generation
     pinned: Pinned
     plan: Plan
+    digest: str | None = None  # plan_integrity.body_digest of everything above; set by sealed()
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2) + "\n"
+
+    def sealed(self) -> SavedPlan:
+        """This saved plan with its digest, computed over its JSON as written (so a reader that parses
+        the file computes the same digest)."""
+        from sizing.planning.plan_integrity import DIGEST_KEY, body_digest
+
+        doc = json.loads(self.model_copy(update={DIGEST_KEY: None}).to_json())
+        return self.model_copy(update={DIGEST_KEY: body_digest(doc)})
 
 
 # ---------------------------------------------------------------- names and fingerprints
@@ -192,7 +211,7 @@ def make_saved_plan(stack_file: str | Path, stack: Stack, plan: Plan, catalog: C
 def write_saved_plan(saved: SavedPlan, path: Path) -> Path:
     """Write atomically (sizing.user_files.atomic_write_text), with the usual mode of a committed file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, saved.to_json(), usual_mode=True)
+    atomic_write_text(path, saved.sealed().to_json(), usual_mode=True)
     return path
 
 
@@ -204,14 +223,59 @@ def rewrite_hint(stack_file: str) -> str:
 
 
 def parse_saved_plan(text: str, where: str, stack_file: str) -> SavedPlan:
-    """A saved plan from its text, or one StalePlanError line naming the file and the fix."""
+    """A saved plan from its text, or one StalePlanError line naming the file and the fix.
+
+    A saved plan of this version must carry the digest `--write` sealed it with, and its Plan's figures
+    must add up (SavedPlanRefusedError); an older version is left to `check_current`, which names it."""
+    doc = _json_object(text)
+    if doc is not None and doc.get("saved_plan_version") == SAVED_PLAN_VERSION:
+        check_integrity(doc, where, stack_file)
     try:
-        return SavedPlan.model_validate_json(text)
+        saved = SavedPlan.model_validate_json(text)
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise StalePlanError(f"{where}: not a saved plan this llmcap can read ({loc}: {first['msg']}): "
                              f"{rewrite_hint(stack_file)}") from None
+    if saved.saved_plan_version == SAVED_PLAN_VERSION:
+        _refuse_if(plan_problems_of(saved.plan), where, stack_file)
+    return saved
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _refuse_if(problems: list[str], where: str, stack_file: str) -> None:
+    from sizing.planning.plan_integrity import one_line
+
+    if problems:
+        raise SavedPlanRefusedError(f"{where}: {one_line(problems)}: {rewrite_hint(stack_file)}")
+
+
+def plan_problems_of(plan: Plan) -> list[str]:
+    from sizing.cost.money import HOURS_PER_MONTH
+    from sizing.planning.plan_integrity import plan_problems
+
+    return plan_problems(plan, HOURS_PER_MONTH)
+
+
+def check_integrity(doc: dict[str, Any], where: str, stack_file: str) -> None:
+    """The digest `--write` sealed the file with, and the numbers of its plan (before pydantic reads
+    them: NaN is a float to it)."""
+    from sizing.planning.plan_integrity import DIGEST_KEY, body_digest, number_problems
+
+    claimed = doc.get(DIGEST_KEY)
+    if not claimed:
+        _refuse_if(["has no digest (not written by llmcap plan --write)"], where, stack_file)
+    if claimed != body_digest(doc):
+        _refuse_if(["edited since llmcap plan --write (its digest does not match its content)"], where,
+                   stack_file)
+    _refuse_if(number_problems(doc.get("plan"), "plan"), where, stack_file)
 
 
 def read_saved_plan(path: Path, stack_file: str) -> SavedPlan | None:
@@ -245,18 +309,33 @@ def require_saved_plan(stack_file: str, plan_file: Path, stack: Stack) -> SavedP
 
 def load_plan_file(path: str | Path) -> Plan:
     """A saved Plan JSON (`llmcap plan --out` / `--format json`, or the `plan` of a saved plan
-    `stacks/Pulumi.<env>.plan.json` from `llmcap plan --write`), or one SpecError per problem."""
+    `stacks/Pulumi.<env>.plan.json` from `llmcap plan --write`), or one SpecError per problem.
+
+    A saved plan's seal is checked (`check_integrity`); a bare Plan JSON carries none, so for both the
+    Plan's own figures must add up (`plan_integrity.plan_problems`)."""
+    from sizing.planning.plan_integrity import number_problems, one_line
+
     p = Path(path)
     text = read_user_file(p, "plan file", "write one with llmcap plan --format json")
+    doc = _json_object(text)
+    if doc is not None and "saved_plan_version" in doc and isinstance(doc.get("plan"), dict):
+        if doc.get("saved_plan_version") == SAVED_PLAN_VERSION:  # sealed by --write: check the seal
+            try:
+                check_integrity(doc, str(p), str(doc.get("stack_file") or "STACK_FILE"))
+            except SavedPlanRefusedError as e:
+                raise SpecError(e.problems[0]) from None
+        doc = doc["plan"]  # a saved plan (llmcap plan --write): the Plan inside it
+        text = json.dumps(doc)
+    numbers = number_problems(doc, "plan") if doc is not None else []
+    if numbers:  # before pydantic, to which NaN is a float
+        raise SpecError(f"{p}: {one_line(numbers)}")
     try:
-        doc = json.loads(text)
-    except ValueError:
-        doc = None
-    if isinstance(doc, dict) and "saved_plan_version" in doc and isinstance(doc.get("plan"), dict):
-        text = json.dumps(doc["plan"])  # a saved plan (llmcap plan --write): the Plan inside it
-    try:
-        return Plan.from_json(text)
+        plan = Plan.from_json(text)
     except ValidationError as e:
         msg = f"{p}: not a Plan JSON (llmcap plan --format json): {e.error_count()} problem(s)"
         raise SpecError(msg, [msg] + [f"{p}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
                                       for err in e.errors()[:5]]) from None
+    problems = plan_problems_of(plan)
+    if problems:
+        raise SpecError(f"{p}: {one_line(problems)}")
+    return plan
