@@ -20,6 +20,7 @@ if _ROOT not in sys.path:
 import pulumi  # noqa: E402
 
 from infra.fit import NotDeployable  # noqa: E402
+from infra.image_lock import resolve_pins  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog.weights_source import require_weights_source  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
@@ -73,10 +74,14 @@ def main() -> None:
         saved = require_saved_plan(shown, saved_plan_path(config_file), stack)
         plan, catalog = saved.plan, PinnedCatalog(saved.pinned)
         require_weights_source(catalog, stack.workload.model, stack.workload.weights_source)
+        # the image digests, from the lock beside the stack file (stacks/images.lock.json)
+        pins = resolve_pins(config_file, stack.deployment.allow_unpinned_images)
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
+    if pins.warning():
+        pulumi.log.warn(pins.warning())
     try:
-        outputs = build_program(stack, plan, catalog, secrets, deploying=True)
+        outputs = build_program(stack, plan, catalog, secrets, pins, deploying=True)
     except NotDeployable as e:  # before any resource exists: one line per problem, nothing created
         raise pulumi.RunError("\n".join(e.report.lines())) from None
     for key, value in outputs.items():

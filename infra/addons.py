@@ -18,6 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra import settings
+from infra.image_lock import ImagePins
 from infra.names import (
     CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
     COMPONENT_PREFIX,
@@ -31,18 +32,22 @@ CLUSTER_AUTOSCALER_CHART = "cluster_autoscaler"
 SYSTEM_NODES = {ROLE_LABEL: "system"}  # the untainted CPU node group (infra/cluster.py)
 
 
-def chart_image_repository(key: str, registry_host: str | None) -> dict[str, Any]:
-    """`image.repository` of the chart's image through the pull-through cache (or {} for the default)."""
-    img = settings.chart_image(key)
-    if img is None or registry_host is None:
+def chart_image_values(key: str, registry_host: str | None, pins: ImagePins | None) -> dict[str, Any]:
+    """`image.repository` and `image.tag` of the chart's image through the pull-through cache, the tag
+    with its locked digest (`v1.35.0@sha256:...`: both charts write "repository:tag", versions.yaml), or
+    {} for the chart's default (tests of the values only)."""
+    if registry_host is None or pins is None or settings.chart_image_pin(key) is None:
         return {}
-    return {"image": {"repository": f"{registry_host}/{registry_prefix(img[0])}/{img[1]}"}}
+    img = pins.image(key)
+    return {"image": {"repository": f"{registry_host}/{registry_prefix(img.registry)}/{img.image}",
+                      "tag": img.pin[1:]}}
 
 
 def load_balancer_controller_values(cluster_name: str, vpc_id: str, region: str,
-                                    registry_host: str | None = None) -> dict[str, Any]:
+                                    registry_host: str | None = None, pins: ImagePins | None = None
+                                    ) -> dict[str, Any]:
     return {
-        **chart_image_repository(LOAD_BALANCER_CONTROLLER_CHART, registry_host),
+        **chart_image_values(LOAD_BALANCER_CONTROLLER_CHART, registry_host, pins),
         "clusterName": cluster_name,
         "region": region,  # explicit: no IMDS lookup needed
         "vpcId": vpc_id,
@@ -55,9 +60,10 @@ def load_balancer_controller_values(cluster_name: str, vpc_id: str, region: str,
     }
 
 
-def cluster_autoscaler_values(cluster_name: str, region: str, registry_host: str | None = None) -> dict[str, Any]:
+def cluster_autoscaler_values(cluster_name: str, region: str, registry_host: str | None = None,
+                              pins: ImagePins | None = None) -> dict[str, Any]:
     return {
-        **chart_image_repository(CLUSTER_AUTOSCALER_CHART, registry_host),
+        **chart_image_values(CLUSTER_AUTOSCALER_CHART, registry_host, pins),
         "cloudProvider": "aws",
         "awsRegion": region,
         # --node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<name>
@@ -76,6 +82,7 @@ class ClusterAddonsArgs:
     # (EKS injects credentials at pod creation, so an association must exist before the pod starts)
     after: list[pulumi.Resource] = field(default_factory=list)
     registry_host: pulumi.Input[str] | None = None  # the pull-through cache (infra/ecr.py); None: chart defaults
+    image_pins: ImagePins | None = None  # the locked digests (infra/image_lock.py), with registry_host
 
 
 class ClusterAddons(pulumi.ComponentResource):
@@ -85,10 +92,10 @@ class ClusterAddons(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{COMPONENT_PREFIX}ClusterAddons", name, None, opts)
         lbc_values = pulumi.Output.all(args.cluster_name, args.vpc_id, args.registry_host).apply(
-            lambda a: load_balancer_controller_values(a[0], a[1], args.region, a[2]))
+            lambda a: load_balancer_controller_values(a[0], a[1], args.region, a[2], args.image_pins))
         self.load_balancer_controller = self._release(LOAD_BALANCER_CONTROLLER_CHART, lbc_values, args.after)
         ca_values = pulumi.Output.all(args.cluster_name, args.registry_host).apply(
-            lambda a: cluster_autoscaler_values(a[0], args.region, a[1]))
+            lambda a: cluster_autoscaler_values(a[0], args.region, a[1], args.image_pins))
         self.cluster_autoscaler = self._release(CLUSTER_AUTOSCALER_CHART, ca_values, args.after)
         self.register_outputs({"loadBalancerController": self.load_balancer_controller.status,
                                "clusterAutoscaler": self.cluster_autoscaler.status})

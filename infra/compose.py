@@ -30,6 +30,7 @@ from infra.serving import startup_budget_s
 from infra.vllm_args import ModelSource, check_args, serve_args
 
 if TYPE_CHECKING:
+    from infra.image_lock import ImagePins
     from sizing.plan import Plan, Pool
 
 ENV_FILE = ".env"
@@ -72,12 +73,13 @@ def vllm_command(pool: Pool) -> list[str]:
     return args
 
 
-def build(plan: Plan) -> ComposeFiles:
+def build(plan: Plan, pins: ImagePins) -> ComposeFiles:
+    """The compose files; `pins`: the image digests from the image lock (infra/image_lock.py)."""
     pool = single_server_pool(plan)
     start_period_s = startup_budget_s(pool)
     hc, obs = settings.policy().compose_healthcheck, settings.policy().observability
     vllm = {
-        "image": settings.image("vllm").ref,
+        "image": pins.image("vllm").ref,
         "entrypoint": ["vllm", "serve"],
         "command": vllm_command(pool),
         "ipc": "host",  # PyTorch shares tensors between processes through /dev/shm
@@ -107,7 +109,7 @@ def build(plan: Plan) -> ComposeFiles:
         "restart": "unless-stopped",
     }
     prometheus = {
-        "image": settings.image("prometheus").ref,
+        "image": pins.image("prometheus").ref,
         "command": ["--config.file=/etc/prometheus/prometheus.yml", f"--storage.tsdb.retention.time={obs.retention}"],
         "volumes": ["./prometheus.yml:/etc/prometheus/prometheus.yml:ro", "prometheus-data:/prometheus"],
         "ports": ["127.0.0.1:9090:9090"],  # metrics stay on the host unless you publish them
@@ -115,7 +117,7 @@ def build(plan: Plan) -> ComposeFiles:
         "restart": "unless-stopped",
     }
     volume_init = {
-        "image": settings.image("vllm").ref,
+        "image": pins.image("vllm").ref,
         "user": "0:0",
         "entrypoint": [],
         "command": ["chown", "-R", RUN_AS, DATA_DIR],
@@ -161,8 +163,8 @@ def interpolation_errors(doc: object, env: Mapping[str, str]) -> list[str]:
     return errors
 
 
-def write_compose(plan: Plan, out_dir: Path) -> list[Path]:
-    files = build(plan)
+def write_compose(plan: Plan, out_dir: Path, pins: ImagePins) -> list[Path]:
+    files = build(plan, pins)
     out_dir.mkdir(parents=True, exist_ok=True)
     compose_path = out_dir / "docker-compose.yml"
     compose_path.write_text(files.header + yaml.safe_dump(files.compose, sort_keys=False, width=120),

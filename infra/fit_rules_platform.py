@@ -93,7 +93,7 @@ def image_source(ctx: FitContext) -> Iterator[FitProblem]:
         img = settings.image(key)
         if img.tag in MUTABLE_TAGS and not img.digest:
             yield FitProblem("image-source", key, f"{img.image}:{img.tag or '(no tag)'} is not pinned; pin a "
-                             "release tag or a digest in infra/data/versions.yaml", src)
+                             "release tag in infra/data/versions.yaml and run llmcap images lock", src)
     hub = sorted(settings.image(k).image for k in CLUSTER_IMAGES if settings.image(k).registry == "docker.io")
     if ctx.extra.get("deploying") and hub and not (d.image_registry or d.docker_hub_credential_arn):
         limit = settings.registries()["docker_hub_anonymous_pulls_per_hour"]
@@ -105,9 +105,13 @@ def image_source(ctx: FitContext) -> Iterator[FitProblem]:
 
 @fit_row
 def image_pins(ctx: FitContext) -> dict[str, dict[str, object]]:
-    """Fit-table column: the images pinned by tag only (no verified digest)."""
-    from infra.registry import CLUSTER_IMAGES
-
-    unverified = [k for k in CLUSTER_IMAGES if settings.image_digest_status(k)]
-    note = f"tag only, digest unverified: {', '.join(unverified)}" if unverified else "by digest"
+    """Fit-table column: how the images are pinned (infra/image_lock.py): by the lock's digests, or by
+    tag under llmcap:deployment.allow_unpinned_images (which, if any)."""
+    pins = ctx.extra.get("image_pins")
+    if pins is None:  # a caller that read no lock (the fit check alone)
+        note = "not checked (no image lock read)"
+    elif pins.unpinned:
+        note = f"by tag (allow_unpinned_images): {', '.join(pins.unpinned)}; llmcap images lock pins them"
+    else:
+        note = f"by digest ({pins.lock_file})"
     return {pool.name: {"image pins": note} for pool in ctx.plan.pools}

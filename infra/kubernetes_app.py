@@ -23,6 +23,7 @@ from infra.components.observability import Observability, ObservabilityArgs
 from infra.components.pool import ServingPool, ServingPoolArgs
 from infra.components.router import Router, RouterArgs
 from infra.components.weights_job import WeightsJob, WeightsJobArgs
+from infra.image_lock import ImagePins
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY
 from infra.names import (
     COMPONENT_PREFIX,
@@ -92,6 +93,8 @@ class KubernetesAppArgs:
     # the registry host images are pulled from (infra/registry.py: the account's pull-through cache or the
     # user's registry); None pulls from the upstream registries (tests of this component only)
     registry_host: pulumi.Input[str] | None = None
+    # the locked image digests (infra/image_lock.py), with registry_host; None: tags (tests only)
+    image_pins: ImagePins | None = None
     system_nodes: int = 0  # the system node group's desired size (Prometheus is sized for the nodes it scrapes)
 
 
@@ -117,8 +120,10 @@ class KubernetesApp(pulumi.ComponentResource):
             secrets.append(apply.create(secret_object(HF_TOKEN_SECRET, ns, HF_TOKEN_SECRET_KEY,
                                                       pulumi.Output.secret(args.hf_token)), in_ns))
 
-        images = (pulumi.Output.from_input(args.registry_host).apply(ImageRefs.through)
-                  if args.registry_host is not None else pulumi.Output.from_input(ImageRefs.upstream()))
+        pins = args.image_pins
+        images = (pulumi.Output.from_input(args.registry_host).apply(lambda h: ImageRefs.through(h, pins))
+                  if args.registry_host is not None and pins is not None
+                  else pulumi.Output.from_input(ImageRefs.upstream()))
         part = pulumi.ResourceOptions(parent=self)
         observability = Observability(f"{name}-observability", ObservabilityArgs(
             plan=plan, namespace=ns, namespace_ready=[ns_res],

@@ -31,6 +31,7 @@ from infra.registry import upstreams_needed
 from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
 
 if TYPE_CHECKING:
+    from infra.image_lock import ImagePins
     from infra.render import RenderResult
     from sizing.catalog.lookup import Catalog
     from sizing.plan import Plan
@@ -74,9 +75,12 @@ def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, 
             for p in plan.pools}
 
 
-def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
+def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, pins: ImagePins,
                   deploying: bool = False) -> dict[str, Any]:
     """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output).
+
+    `pins`: the image digests the stack deploys (infra/image_lock.py `resolve_pins`, read by the caller
+    from the image lock beside the stack file).
 
     Runs the deployability check first (infra/fit.py): when the plan would not come up, raises
     NotDeployable (one line per problem) before any resource is registered. `deploying`: a real
@@ -84,7 +88,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
     account's secrets apply too (EKS API reachable, Docker Hub credential); False for an offline render."""
     api_key = secrets.api_key if isinstance(secrets.api_key, str) else None
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key,
-                                         extra={"deploying": deploying}))
+                                         extra={"deploying": deploying, "image_pins": pins}))
     if not report.ok:
         raise NotDeployable(report)
     d = stack.deployment
@@ -122,8 +126,8 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
 
     # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
-    chart_upstreams = [img[0] for key in (LOAD_BALANCER_CONTROLLER_CHART, CLUSTER_AUTOSCALER_CHART)
-                       if (img := settings.chart_image(key))]
+    chart_upstreams = [img.registry for key in (LOAD_BALANCER_CONTROLLER_CHART, CLUSTER_AUTOSCALER_CHART)
+                       if (img := settings.chart_image_pin(key))]
     cache = PullThroughCache(name, PullThroughCacheArgs(
         region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
         node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))
@@ -134,6 +138,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
                                                       parent=cluster)
     addons = ClusterAddons(name, ClusterAddonsArgs(
         cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region, registry_host=cache.registry_host,
+        image_pins=pins,
         after=[cluster.system_node_group, *cluster.addons, cluster.load_balancer_controller_pod_identity,
                autoscaler_identity.association]),
         opts=pulumi.ResourceOptions(provider=cluster.provider))
@@ -142,7 +147,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         plan=plan, region=stack.region, deployment=d, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
         service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
         api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
-        registry_host=cache.registry_host, system_nodes=system_nodes.desired),
+        registry_host=cache.registry_host, image_pins=pins, system_nodes=system_nodes.desired),
         opts=pulumi.ResourceOptions(provider=cluster.provider,
                                     depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
                                                 *cluster.addons, store]))
@@ -158,11 +163,11 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
     }
 
 
-def render_stack(stack: Stack, plan: Plan, catalog: Catalog) -> RenderResult:
+def render_stack(stack: Stack, plan: Plan, catalog: Catalog, pins: ImagePins) -> RenderResult:
     """This program for `stack` under Pulumi's mock engine (infra/render.py: no credentials, no Pulumi
     CLI). Secrets are redacted markers, never real values."""
     from infra.render import REDACTED, RenderResult, run_mocked
 
     secrets = Secrets(api_key=REDACTED, hf_token=REDACTED)
-    resources, outputs = run_mocked(stack, lambda: build_program(stack, plan, catalog, secrets))
+    resources, outputs = run_mocked(stack, lambda: build_program(stack, plan, catalog, secrets, pins))
     return RenderResult(stack=stack, plan=plan, resources=resources, outputs=outputs)

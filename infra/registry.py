@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from infra import settings
 
 if TYPE_CHECKING:
+    from infra.image_lock import ImagePins
     from sizing.deployment import DeploymentOptions
 
 # the images llmcap sets in its own manifests (chart images are set per chart, infra/addons.py)
@@ -37,6 +38,16 @@ def pulled(image: settings.Image, host: str) -> str:
     return f"{host}/{prefix(image.registry)}/{image.image}{image.pin}"
 
 
+def api_location(image: settings.Image, image_registry: str | None) -> tuple[str, str]:
+    """(registry host, repository name) to ask the registry API for `image`'s manifests: the user's
+    registry laid out as `<registry>/<prefix>/<path>`, or the upstream's API host (registries.yaml
+    `upstream_registry_url`: Docker Hub's API is registry-1.docker.io)."""
+    if image_registry:
+        host, _, path = image_registry.rstrip("/").partition("/")
+        return host, "/".join(p for p in (path, prefix(image.registry), image.image) if p)
+    return str(settings.registries()["upstreams"][image.registry]["upstream_registry_url"]), image.image
+
+
 def registry_host(deployment: DeploymentOptions, account_id: str, region: str) -> str:
     return deployment.image_registry.rstrip("/") if deployment.image_registry else cache_host(account_id, region)
 
@@ -54,8 +65,10 @@ class ImageRefs:
     aws_cli: str
 
     @staticmethod
-    def through(host: str) -> ImageRefs:
-        return ImageRefs(**{k: pulled(settings.image(k), host) for k in CLUSTER_IMAGES})
+    def through(host: str, pins: ImagePins) -> ImageRefs:
+        """Through the cache at `host`, each with its locked digest (`:<tag>@sha256:...`) where the image
+        lock has one (infra/image_lock.py)."""
+        return ImageRefs(**{k: pulled(pins.image(k), host) for k in CLUSTER_IMAGES})
 
     @staticmethod
     def upstream() -> ImageRefs:

@@ -19,7 +19,7 @@ class Image:
     image: str  # the repository path on its registry, e.g. vllm/vllm-openai
     tag: str
     registry: str = "docker.io"  # the upstream registry host
-    digest: str | None = None  # sha256:..., only where read from the registry (versions.yaml)
+    digest: str | None = None  # sha256:..., only from the image lock (infra/image_lock.py)
 
     @property
     def pin(self) -> str:
@@ -51,14 +51,23 @@ def _load(name: str) -> dict[str, Any]:
 
 def image(key: str) -> Image:
     v = _load("versions.yaml")["images"][key]
-    return Image(image=str(v["image"]), tag=str(v["tag"]), registry=str(v.get("registry") or "docker.io"),
-                 digest=str(v["digest"]) if v.get("digest") else None)
+    return Image(image=str(v["image"]), tag=str(v["tag"]), registry=str(v.get("registry") or "docker.io"))
 
 
-def image_digest_status(key: str) -> str:
-    """Why an image has no digest pin (versions.yaml `digest_status`), or "" when it has one."""
-    v = _load("versions.yaml")["images"][key]
-    return "" if v.get("digest") else str(v.get("digest_status") or "unverified")
+def image_keys() -> list[str]:
+    """The keys of versions.yaml `images` (llmcap's own containers and the compose target's)."""
+    return list(_load("versions.yaml")["images"])
+
+
+def chart_keys() -> list[str]:
+    return list(_load("versions.yaml")["charts"])
+
+
+def chart_image_pin(key: str) -> Image | None:
+    """The image of a chart that llmcap routes through the registry cache, at the tag the chart runs
+    (versions.yaml `charts.<key>.image`), or None."""
+    v = _load("versions.yaml")["charts"][key].get("image")
+    return Image(image=str(v["path"]), tag=str(v["tag"]), registry=str(v["registry"])) if v else None
 
 
 def registries() -> dict[str, Any]:
@@ -72,10 +81,6 @@ def chart(key: str) -> Chart:
                  version=str(v["version"]), namespace=str(v["namespace"]))
 
 
-def chart_image(key: str) -> tuple[str, str] | None:
-    """(upstream registry host, repository path) of a chart's image that llmcap routes through the cache."""
-    v = _load("versions.yaml")["charts"][key].get("image")
-    return (str(v["registry"]), str(v["path"])) if v else None
 
 
 def chart_app_version(key: str) -> str:

@@ -78,6 +78,11 @@ class DeploymentOptions(BaseModel):
         description="a registry you run that mirrors the upstreams as <registry>/<prefix>/<path> (prefixes "
                     "docker-hub, ecr-public, k8s, quay, as ECR pull-through caches name them); llmcap then "
                     "creates no cache rules")
+    allow_unpinned_images: bool = Field(
+        default=False,
+        description="deploy images by tag where the image lock (stacks/images.lock.json, written by "
+                    "`llmcap images lock STACK`) has no digest for them; render and the plan's fit table say "
+                    "which. Without it, render and pulumi up stop until the lock exists")
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
     tls_certificate_arn: str | None = Field(
         default=None, description="ACM certificate: TLS on the endpoint's NLB (443), internal or public; "

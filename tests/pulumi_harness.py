@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from infra.image_lock import ImagePins, resolve_pins
 from infra.program import render_stack, resource_prefix
 from infra.render import RenderedResource, RenderResult
 from sizing.catalog.lookup import Catalog, load_catalog
@@ -34,8 +35,14 @@ def catalog() -> Catalog:
     return load_catalog()
 
 
+def pins() -> ImagePins:
+    """The image digests of stacks/images.lock.json where it has them, else tags (as a stack with
+    llmcap:deployment.allow_unpinned_images deploys them)."""
+    return resolve_pins(ROOT / "stacks" / "Pulumi.dev.yaml", allow_unpinned=True)
+
+
 def render(stack: Stack, plan: Plan) -> RenderResult:
-    return render_stack(stack, plan, catalog())
+    return render_stack(stack, plan, catalog(), pins())
 
 
 @cache

@@ -15,6 +15,7 @@ import yaml
 from infra.compose import ComposeTargetError, build, write_compose
 from infra.vllm_args import ModelSource, serve_args
 from tests.plan_factory import make_plan, make_pool
+from tests.pulumi_harness import pins
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "compose_spec.json").read_text())
 # the 2021 file names its draft with a non-standard URI; its keywords are draft-07
@@ -29,7 +30,7 @@ def _has_compose_cli() -> bool:
 
 def test_compose_file_validates_and_carries_the_plan_flags(tmp_path: Path) -> None:
     pool = make_pool(tp=2, replicas_per_instance=2, gpus_per_instance=4)
-    written = write_compose(make_plan([pool]), tmp_path)
+    written = write_compose(make_plan([pool]), tmp_path, pins())
     assert {p.name for p in written} == {"docker-compose.yml", "prometheus.yml", ".env.example"}
     doc = yaml.safe_load((tmp_path / "docker-compose.yml").read_text())
     VALIDATOR.validate(doc)
@@ -49,7 +50,7 @@ def test_compose_file_validates_and_carries_the_plan_flags(tmp_path: Path) -> No
 
 
 def test_schema_rejects_what_compose_would_reject() -> None:
-    doc = build(make_plan()).compose
+    doc = build(make_plan(), pins()).compose
     bad = {**doc, "services": {"vllm": {**doc["services"]["vllm"], "ipcc": "host"}}}
     with pytest.raises(jsonschema.ValidationError):
         VALIDATOR.validate(bad)
@@ -59,12 +60,12 @@ def test_multi_node_plan_cannot_target_one_server() -> None:
     pool = make_pool(tp=8, pp=2, gpus_per_instance=8, nodes_per_replica=2, replicas_per_instance=1,
                      instances_max=4, replicas=2)
     with pytest.raises(ComposeTargetError, match="spans 2 nodes"):
-        build(make_plan([pool]))
+        build(make_plan([pool]), pins())
 
 
 @pytest.mark.skipif(not _has_compose_cli(), reason="no Docker Compose CLI on this machine; the schema test covers it")
 def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
-    write_compose(make_plan(), tmp_path)
+    write_compose(make_plan(), tmp_path, pins())
     (tmp_path / ".env").write_text("VLLM_API_KEY=test\nHF_TOKEN=\n")
     r = subprocess.run(["docker", "compose", "-f", str(tmp_path / "docker-compose.yml"), "config", "--quiet"],
                        capture_output=True, text=True)
@@ -76,7 +77,7 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
 def test_compose_refuses_to_start_without_a_key_binds_to_localhost_and_runs_vllm_as_non_root() -> None:
     from infra.compose import BIND_ADDRESS_VAR, RUN_AS
 
-    doc = build(make_plan()).compose
+    doc = build(make_plan(), pins()).compose
     VALIDATOR.validate(doc)
     vllm = doc["services"]["vllm"]
     # `${VAR:?message}` makes `docker compose up` fail when the variable is unset OR empty (an empty
@@ -100,7 +101,7 @@ def test_compose_interpolation_rejects_an_empty_key() -> None:
     """What Compose does with `${VLLM_API_KEY:?...}`: the same rule, on an empty and an unset value."""
     from infra.compose import interpolation_errors
 
-    doc = build(make_plan()).compose
+    doc = build(make_plan(), pins()).compose
     assert interpolation_errors(doc, {"VLLM_API_KEY": "k"}) == []
     for env in ({}, {"VLLM_API_KEY": ""}):
         errors = interpolation_errors(doc, env)

@@ -42,6 +42,7 @@ def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> No
     from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
     from tests.pulumi_harness import ROOT, catalog
+    from tests.pulumi_harness import pins as h_pins
 
     stack = load_stack(ROOT / "stacks" / "Pulumi.dev.yaml")
     plan = plan_stack(stack, catalog())
@@ -60,13 +61,13 @@ def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> No
     monkeypatch.setattr(infra.render, "RecordingMocks", Recording)
     try:
         with pytest.raises(NotDeployable) as exc:
-            run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k")))
+            run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k"), h_pins()))
     finally:
         RULES.pop("test-always-fails", None)
     assert "[test-always-fails]" in exc.value.problems[-1]
     assert len(engines) == 1 and engines[0].resources == []
     # and the same program with the rule gone registers resources (the check above can fail)
-    run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k")))
+    run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k"), h_pins()))
     assert engines[1].resources
 
 

@@ -15,6 +15,7 @@ from sizing.catalog.lookup import load_catalog
 from sizing.stack import load_stack
 from tests.k8s_support import ROOT, objects, rendered
 from tests.plan_factory import make_plan, make_pool
+from tests.pulumi_harness import pins
 
 
 def _jobs(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -63,7 +64,7 @@ def test_pools_on_different_checkpoints_each_copy_and_serve_their_own() -> None:
                   model=awq, precision="int4-awq", local_nvme_gb=250)
     plan = make_plan([a, b], stack="dev")
     stack = load_stack(ROOT / "stacks" / "Pulumi.dev.yaml")
-    objs = kubernetes_objects(resources_document(render_stack(stack, plan, load_catalog())))
+    objs = kubernetes_objects(resources_document(render_stack(stack, plan, load_catalog(), pins())))
     assert sorted(_downloaded(j) for j in _jobs(objs)) == sorted([base, awq])
     for pool in (a, b):
         pod = _pod(objs, pool.name)

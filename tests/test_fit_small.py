@@ -11,6 +11,7 @@ import pytest
 
 from sizing.catalog.lookup import load_catalog
 from tests.k8s_support import objects, rendered
+from tests.pulumi_harness import pins
 
 
 def test_copy_job_pins_the_checkpoint_revision() -> None:
@@ -54,7 +55,7 @@ def test_rollout_await_covers_image_pull_and_weights_sync(monkeypatch: pytest.Mo
     assert mode == "nvme" and terms["image pull"] > 0 and terms["S3 sync"] > 0
     budget = serving.rollout_budget_s(pool, before_engine_s(pool, mode))
     assert budget >= terms["node boot"] + terms["image pull"] + terms["S3 sync"] + serving.startup_budget_s(pool)
-    render_stack(load_stack(ROOT / "stacks" / "Pulumi.llama405b.yaml"), result.plan, load_catalog())
+    render_stack(load_stack(ROOT / "stacks" / "Pulumi.llama405b.yaml"), result.plan, load_catalog(), pins())
     assert f"{math.ceil((budget + 600) / 60)}m" in seen, seen
 
 
@@ -62,7 +63,7 @@ def test_compose_refuses_an_empty_api_key() -> None:
     from infra.compose import build
 
     result, _ = rendered("dev")
-    env = build(result.plan).compose["services"]["vllm"]["environment"]
+    env = build(result.plan, pins()).compose["services"]["vllm"]["environment"]
     assert env["VLLM_API_KEY"].startswith("${VLLM_API_KEY:?")  # `:?` fails on unset AND empty
 
 

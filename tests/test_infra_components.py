@@ -179,7 +179,8 @@ def test_dependencies_stay_as_they_were() -> None:
     assert got == DEV_WAITS
 
 
-PURE = ("autoscaling", "compose", "fit", "fit_rules", "fit_rules_platform", "k8s_common", "manifests", "names",
+PURE = ("autoscaling", "compose", "fit", "fit_rules", "fit_rules_platform", "image_lock", "k8s_common", "manifests",
+        "names", "oci_registry",
         "netpol", "observability", "platform", "registry", "router", "serving", "settings", "vllm_args",
         "weights", "az_choice", "exports", "app_objects", "serving_context")
 

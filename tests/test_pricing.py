@@ -16,6 +16,7 @@ from sizing.cost.resources.base import PricingContext, Resource
 from sizing.errors import SpecError
 from sizing.plan import CostLine
 from tests.diff_support import cli_app, l4_plan
+from tests.pulumi_harness import pins
 
 URN = "urn:pulumi:dev::llmcap::{t}::{n}"
 
@@ -143,7 +144,8 @@ def test_rendered_program_is_priced(tmp_path: Path) -> None:
 
     stack_file = Path(__file__).parents[1] / "stacks" / "Pulumi.dev.yaml"
     plan = plan_for(stack_file)
-    result = pytest.importorskip("infra.program").render_stack(load_stack(stack_file), plan, load_catalog())
+    result = pytest.importorskip("infra.program").render_stack(load_stack(stack_file), plan, load_catalog(),
+                                                                   pins())
     p = tmp_path / "resources.json"
     p.write_text(json.dumps(render.resources_document(result)))
     lines = price_resources(load_resources(p), PricingContext(load_catalog(), plan.region))

@@ -96,13 +96,15 @@ def test_fingerprint_ignores_comments_and_explicit_defaults_but_not_the_spec(tmp
     f = tmp_path / "Pulumi.dev.yaml"
     f.write_text("# a comment\n" + src.replace("redundancy: 1", "redundancy: 1   # spare"))
     assert spec_fingerprint(load_stack(f)) == base
-    f.write_text(src + "  llmcap:deployment:\n    weights_bucket_force_destroy: false\n")  # the default
+    deployment = "  llmcap:deployment:\n"
+    assert deployment in src
+    f.write_text(src.replace(deployment, deployment + "    weights_bucket_force_destroy: false\n"))  # the default
     assert spec_fingerprint(load_stack(f)) == base
     for old, new in (("concurrent_users: 100", "concurrent_users: 101"), ("us-east-1", "us-west-2"),
                      ("redundancy: 1", "redundancy: 2")):
         f.write_text(src.replace(old, new))
         assert spec_fingerprint(load_stack(f)) != base, new
-    f.write_text(src + "  llmcap:deployment:\n    nat_gateways: 1\n")
+    f.write_text(src.replace(deployment, deployment + "    nat_gateways: 1\n"))
     assert spec_fingerprint(load_stack(f)) != base
 
 

@@ -23,6 +23,7 @@ from sizing.cli import (
     compare_cmd,
     diff_cmd,
     estimate_cmd,
+    images_cmd,
     plan_cmd,
     render_cmd,
     validate_cmd,
@@ -112,6 +113,7 @@ app.command("bench")(bench_cmds.bench)
 app.command("verify")(bench_cmds.verify)
 app.command("calibrate")(bench_cmds.calibrate)
 app.add_typer(aws_cmds.catalog_app, name="catalog")
+app.add_typer(images_cmd.images_app, name="images")
 
 
 def main() -> None:

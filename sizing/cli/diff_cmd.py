@@ -51,6 +51,7 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
     import json
     import tempfile
 
+    from infra.image_lock import resolve_pins
     from infra.program import render_stack
     from infra.render import resources_document  # heavy (pulumi): only with --render
     from sizing.adapters.git import files_at, repo_root, saved_plans_at
@@ -72,11 +73,13 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
         if name not in wanted:
             continue
         stack = stack_from_config(name, config_from_text(text, path), path)
+        # image references change no price: the working tree's lock where it has a digest, else the tag
+        pins = resolve_pins(root / path, allow_unpinned=True)
         if path in plans:  # the saved plan, rendered as pulumi up deploys it
             saved = saved_side(name, text, plans[path], head or "working tree", path)[1]
-            result = render_stack(stack, saved.plan, PinnedCatalog(saved.pinned))
+            result = render_stack(stack, saved.plan, PinnedCatalog(saved.pinned), pins)
         else:
-            result = render_stack(stack, plan_stack(stack, cat, None, goodput_scale=None), cat)
+            result = render_stack(stack, plan_stack(stack, cat, None, goodput_scale=None), cat, pins)
         with tempfile.TemporaryDirectory() as tmp:
             f = Path(tmp) / "resources.json"
             f.write_text(json.dumps(resources_document(result)))

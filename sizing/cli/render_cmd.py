@@ -85,16 +85,20 @@ def render(
     from sizing.catalog.weights_source import require_weights_source
 
     require_weights_source(cat, stack.workload.model, stack.workload.weights_source)
+    from infra.image_lock import resolve_pins
+
+    # the image digests from the lock beside the stack file, or one line naming `llmcap images lock`
+    pins = resolve_pins(stack_file, stack.deployment.allow_unpinned_images)
     if warning:  # only once the stack is renderable: an error stays one line
         typer.echo(warning, err=True)
     if target == "compose":
         from infra.compose import ComposeTargetError, write_compose
 
         try:
-            written, note = render_into(out, stack.name, target, lambda d: write_compose(plan, d))
+            written, note = render_into(out, stack.name, target, lambda d: write_compose(plan, d, pins))
         except ComposeTargetError as e:
             raise SpecError(str(e)) from None
-        _report(which, note, written)
+        _report(which, note, written, pins.warning())
         return
 
     from infra.fit import FitContext, NotDeployable, check_deployable, print_fit_table
@@ -108,21 +112,26 @@ def render(
     # a plain `llmcap:api_key` in the stack file is checked (an empty one is refused); a secret is not read
     api_key = ("" if "llmcap:api_key" in cfg and raw_key is None  # `api_key:` / `--set api_key=` (YAML null)
                else raw_key if isinstance(raw_key, str) else None)
-    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key))
+    report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key,
+                                         extra={"image_pins": pins}))
     typer.echo(which)
+    if pins.warning():
+        typer.echo(pins.warning(), err=True)
     print_fit_table(report, console().print)
     if not report.ok:  # refuse before writing anything
         raise NotDeployable(report)
-    result = render_stack(stack, plan, cat)
+    result = render_stack(stack, plan, cat, pins)
     written, note = render_into(out, stack.name, target, lambda d: write_render(result, d))
     _report(None, note, written)
     typer.echo(f"{len(result.resources)} resources for stack {stack.name} "
                f"({', '.join(sorted({p.instance_type for p in plan.pools}))})")
 
 
-def _report(which: str | None, note: str, written: list[Path]) -> None:
+def _report(which: str | None, note: str, written: list[Path], pins_warning: str = "") -> None:
     if which is not None:
         typer.echo(which)
+    if pins_warning:
+        typer.echo(pins_warning, err=True)
     if note:
         typer.echo(note)
     for path in written:
