@@ -78,8 +78,9 @@ def main() -> None:
         pins = resolve_pins(config_file, stack.deployment.allow_unpinned_images)
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
-    if pins.warning():
-        pulumi.log.warn(pins.warning())
+    for line in (pins.warning(), pins.charts_note()):
+        if line:
+            pulumi.log.warn(line)
     try:
         outputs = build_program(stack, plan, catalog, secrets, pins, deploying=True)
     except NotDeployable as e:  # before any resource exists: one line per problem, nothing created

@@ -112,6 +112,16 @@ class ImagePins:
                 f"pin them with llmcap images lock (writes {self.lock_file})")
 
     @staticmethod
+    def charts_note() -> str:
+        """One line naming the add-on charts whose images are neither cached nor locked yet."""
+        charts = settings.charts_not_locked()
+        if not charts:
+            return ""
+        return (f"warning: chart images not pinned by digest nor pulled through the cache yet: "
+                f"{', '.join(k.replace('_', '-') for k in charts)} (why: infra/data/versions.yaml "
+                f"images_not_locked)")
+
+    @staticmethod
     def locked(lock: ImageLock | None, lock_file: str) -> tuple[dict[str, str], list[str]]:
         digests: dict[str, str] = {}
         missing: list[str] = []

@@ -63,6 +63,13 @@ def chart_keys() -> list[str]:
     return list(_load("versions.yaml")["charts"])
 
 
+def charts_not_locked() -> dict[str, str]:
+    """Charts whose images run at the chart's defaults (not through the cache, not locked), with why
+    (versions.yaml `charts.<key>.images_not_locked`)."""
+    return {k: str(v["images_not_locked"]) for k, v in _load("versions.yaml")["charts"].items()
+            if v.get("images_not_locked")}
+
+
 def chart_image_pin(key: str) -> Image | None:
     """The image of a chart that llmcap routes through the registry cache, at the tag the chart runs
     (versions.yaml `charts.<key>.image`), or None."""

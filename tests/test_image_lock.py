@@ -322,3 +322,19 @@ def test_chart_image_tags_follow_the_pinned_chart_app_versions() -> None:
     for key, chart in doc["charts"].items():
         if "image" in chart:
             assert chart["image"]["tag"].lstrip("v") == str(chart["app_version"]).lstrip("v"), key
+
+
+def test_render_names_the_chart_images_not_yet_locked(project: Path) -> None:
+    """Until a chart's sub-images are cached and locked, render says which charts in one line."""
+    from infra import settings
+
+    assert set(settings.charts_not_locked()) == {"nvidia_device_plugin", "keda", "kube_prometheus_stack",
+                                                 "leaderworkerset"}
+    note = ImagePins.charts_note()
+    assert note == ("warning: chart images not pinned by digest nor pulled through the cache yet: "
+                    "nvidia-device-plugin, keda, kube-prometheus-stack, leaderworkerset (why: "
+                    "infra/data/versions.yaml images_not_locked)")
+    code, out = cli("render", "stacks/Pulumi.dev.yaml", "--out", "out")
+    assert code == 0, out
+    assert note in out.splitlines() and any(line.startswith("warning: images deployed by tag") for line in
+                                            out.splitlines())

@@ -115,8 +115,9 @@ def render(
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key,
                                          extra={"image_pins": pins}))
     typer.echo(which)
-    if pins.warning():
-        typer.echo(pins.warning(), err=True)
+    for line in (pins.warning(), pins.charts_note()):
+        if line:
+            typer.echo(line, err=True)
     print_fit_table(report, console().print)
     if not report.ok:  # refuse before writing anything
         raise NotDeployable(report)
