@@ -86,7 +86,12 @@ class DeploymentOptions(BaseModel):
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
     tls_certificate_arn: str | None = Field(
         default=None, description="ACM certificate: TLS on the endpoint's NLB (443), internal or public; "
-                                  "required with public_endpoint")
+                                  "required unless allow_plain_http_endpoint")
+    allow_plain_http_endpoint: bool = Field(
+        default=False,
+        description="serve the internal endpoint over plain HTTP (port 80) without a certificate: the API key "
+                    "then crosses the VPC in clear text. Without it, a stack with no tls_certificate_arn is "
+                    "refused (rule endpoint-tls)")
     endpoint_allowed_cidrs: list[str] = Field(default_factory=list,
                                               description="CIDRs allowed to reach a public endpoint")
 
@@ -140,6 +145,9 @@ class DeploymentOptions(BaseModel):
         if open_cidrs and not self.cluster_endpoint_allow_open:
             raise ValueError(f"cluster_endpoint_public_access_cidrs: {open_cidrs[0]} opens the EKS API to the whole "
                              "internet; list the address Pulumi runs from, or set cluster_endpoint_allow_open: true")
+        if self.allow_plain_http_endpoint and self.tls_certificate_arn:
+            raise ValueError("allow_plain_http_endpoint: true contradicts tls_certificate_arn (the endpoint serves "
+                             "TLS with it); keep one of them")
         if self.cluster_endpoint_private_only and self.cluster_endpoint_public_access_cidrs:
             raise ValueError("cluster_endpoint_private_only: true contradicts cluster_endpoint_public_access_cidrs; "
                              "keep one of them")
