@@ -76,3 +76,11 @@ def test_every_bundled_stack_says_how_its_endpoint_is_served() -> None:
         report = check_deployable(FitContext(stack=load_stack(ROOT / "stacks" / f"Pulumi.{name}.yaml"),
                                              plan=make_plan(stack=name), catalog=h.catalog()))
         assert not [p for p in report.problems if p.rule == "endpoint-tls"], name
+
+
+def test_the_security_doc_quotes_the_certificate_costs_of_the_data_file() -> None:
+    ways = yaml.safe_load((ROOT / "infra" / "data" / "tls.yaml").read_text())["ways"]
+    doc = (ROOT / "docs" / "security.md").read_text()
+    for key, row in ways.items():
+        cost = f"${row['usd_per_month']}" if row["usd_per_month"] == 0 else f"${row['usd_per_month']:,}/month"
+        assert row["source"] and cost in doc, key
