@@ -3,9 +3,13 @@ and the choice of how each pool's pods load them onto the GPUs.
 
 - `nvme`: an init container syncs the model from S3 onto an emptyDir. GPU nodes stripe their
   instance-store NVMe into the kubelet's ephemeral storage (infra/data/platform.yaml:
-  local_storage_strategy RAID0), so the copy lands on local NVMe and vLLM reads it from there.
+  local_storage_strategy RAID0), so the copy lands on local NVMe and vLLM reads it from there. Only
+  where the node holds one pod of the pool: an emptyDir is per pod, so several pods would mean several
+  copies per node (sizing.perf.cold_start.weights_mode).
 - `s3-stream`: vLLM streams the safetensors straight from S3 into GPU memory with the Run:ai
-  model streamer (`--load-format runai_streamer` with an s3:// model path); no local copy.
+  model streamer (`--load-format runai_streamer` with an s3:// model path); no local copy. A node
+  packed with several replicas (8 x TP1 on a p5en or p4de) streams; its pods share the node's S3
+  throughput, which the plan's cold start and startup probe count.
 
 No pulumi import.
 """

@@ -44,8 +44,10 @@ def test_multi_node_pool_becomes_a_leader_worker_set() -> None:
 
 
 def test_weights_load_from_nvme_or_stream_from_s3() -> None:
-    nvme = make_pool(local_nvme_gb=3760)
+    nvme = make_pool(local_nvme_gb=3760, replicas_per_instance=1)
     assert loading_mode(nvme, instance_store=True) == "nvme"
+    # several pods on a node stream: one copy per pod would be several per node (issue 32)
+    assert loading_mode(make_pool(local_nvme_gb=3760, replicas_per_instance=4), instance_store=True) == "s3-stream"
     assert loading_mode(nvme, instance_store=False) == "s3-stream"
     assert loading_mode(make_pool(local_nvme_gb=0), instance_store=True) == "s3-stream"
     d = serving.workload(make_pool(local_nvme_gb=0), _ctx(make_pool(local_nvme_gb=0)))

@@ -3,9 +3,10 @@
 Terms (seconds), each from a data row in sizing/data/platform.csv with its source:
 - node boot (`node_boot_s`): EC2 launch to Kubernetes Ready, only when the replica needs a new node;
 - image pull (`vllm_image_gib` / `image_pull_gbs`): the vLLM image on a node that has not pulled it;
-- weights: with a local NVMe cache (`mode="nvme"`), the S3 sync of the node's checkpoint share
-  (`weights_load_gbs_s3`) then the load from NVMe into GPU memory (`weights_load_gbs_nvme`); when
-  streaming (`mode="stream"`, Run:ai streamer from S3), one S3 read (`weights_load_gbs_s3`);
+- weights: with a local NVMe cache (`mode="nvme"`, only where the node holds one pod of the pool: one
+  copy per node), the S3 sync of the node's checkpoint share (`weights_load_gbs_s3`) then the load from
+  NVMe into GPU memory (`weights_load_gbs_nvme`); when streaming (`mode="stream"`, Run:ai streamer from
+  S3), one S3 read per pod, the node's pods sharing its S3 throughput (`weights_load_gbs_s3` is per node);
 - engine start (`engine_init_s`): CUDA context, torch.compile and CUDA-graph capture.
 They run one after another (kubelet pulls a container's image when it starts it; the sync is an
 init container), so the cold start is their sum. GB = 1e9 bytes; sizes in GiB are converted.
@@ -58,10 +59,23 @@ def _minutes(s: float) -> str:
     return f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
 
 
+def pods_per_node(pool: Pool) -> int:
+    """Serving pods of the pool on one node: its replicas per instance, or 1 when a replica spans nodes."""
+    return 1 if pool.nodes_per_replica > 1 else max(pool.replicas_per_instance, 1)
+
+
+def weights_mode(pods: int, cache_fits_nvme: bool) -> str:
+    """At most one copy of the weights per node (issue 32): a local copy (nvme) only where the node holds
+    one pod of the pool and the copy fits its NVMe; a node packed with several pods streams them from S3
+    (the Run:ai streamer, vLLM `--load-format runai_streamer`), since pods cannot share a node directory
+    under Pod Security `restricted` (no hostPath) and one emptyDir per pod is one copy per pod."""
+    return "nvme" if pods == 1 and cache_fits_nvme else "stream"
+
+
 def default_mode(pool: Pool) -> str:
-    """nvme when the node's instance store holds the model cache, else stream (as infra/weights.py)."""
-    return "nvme" if pool.local_nvme_gb and pool.local_nvme_gb >= pool.model_cache_gib_per_node * GIB / 1e9 \
-        else "stream"
+    """As the planner chooses (sizing.planning.node_storage.loading_mode), from the pool alone."""
+    fits = bool(pool.local_nvme_gb and pool.local_nvme_gb >= pool.model_cache_gib_per_node * GIB / 1e9)
+    return weights_mode(pods_per_node(pool), fits)
 
 
 def cold_start(pool: Pool, mode: str | None = None, catalog: Catalog | None = None) -> ColdStart:
@@ -80,7 +94,9 @@ def cold_start(pool: Pool, mode: str | None = None, catalog: Catalog | None = No
         terms += [Term("S3 sync", gb / s3, f"{gb:,.1f} GB at {s3:g} GB/s"),
                   Term("weights load", gb / nvme, f"{gb:,.1f} GB from NVMe at {nvme:g} GB/s")]
     else:
-        terms.append(Term("weights stream", gb / s3, f"{gb:,.1f} GB from S3 at {s3:g} GB/s"))
+        pods = pods_per_node(pool)
+        shared = f", {pods} pods share the node's" if pods > 1 else ""
+        terms.append(Term("weights stream", gb * pods / s3, f"{gb:,.1f} GB from S3 at {s3:g} GB/s{shared}"))
     terms.append(Term("engine start", number("engine_init_s", catalog), "CUDA context, torch.compile, CUDA graphs"))
     return ColdStart(tuple(terms))
 

@@ -17,7 +17,7 @@ from sizing.cost.money import (
 from sizing.errors import NoFeasiblePlanError
 from sizing.perf.binding import binding
 from sizing.perf.checkpoint import checkpoint_facts, checkpoint_size
-from sizing.perf.cold_start import cold_start
+from sizing.perf.cold_start import cold_start, weights_mode
 from sizing.perf.load import WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
@@ -75,8 +75,12 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     ckpt_gib = size.gib
     cache_gib = model_cache_gib(ckpt_gib, cat)  # the whole checkpoint on every node (aws s3 sync copies the prefix)
     instance_store = stack.deployment.model_cache_on_instance_store
-    # GPU memory is filled from the stage's share of the weights (Run:ai streamer from S3, or NVMe)
-    load_s = ckpt_gib / c.pp * GIB / 1e9 / cat.number("weights_load_gbs_s3")
+    # GPU memory is filled from the stage's share of the weights (Run:ai streamer from S3, or NVMe); at most
+    # one copy per node (sizing.perf.cold_start.weights_mode), so a node packed with several pods streams
+    # them, and its pods share the node's S3 throughput (weights_load_gbs_s3 is per node)
+    pods = 1 if c.pp > 1 else c.replicas_per_instance
+    mode = weights_mode(pods, cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store, cat))
+    load_s = ckpt_gib / c.pp * GIB / 1e9 / cat.number("weights_load_gbs_s3") * (pods if mode == "stream" else 1)
     # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
     # between the replicas on it (sizing/planning/allocatable.py)
     requests = per_replica_requests(cat, inst, c.replicas_per_instance if c.pp == 1 else 1)
@@ -131,7 +135,6 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             simulated_at_goodput_ms=dict(tuned.predicted) if tuned else {},
             batching=tuned.describe() if tuned else ""),
     )
-    mode = "nvme" if cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store, cat) else "stream"
     pool.per_replica.cold_start_s = round(cold_start(pool, mode, cat).total_s, 1)
     return pool
 

@@ -1,6 +1,6 @@
 # Deployment vllm-g6-12xlarge, container vllm
 vllm serve \
-    /models/model \
+    s3://llmcap-scaleout-l4-weights-29779322/models/casperhansen/llama-3-8b-instruct-awq/ \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3-8b-instruct \
@@ -13,4 +13,5 @@ vllm serve \
     --kv-cache-dtype auto \
     --dtype auto \
     --enable-prefix-caching \
-    --quantization awq_marlin
+    --quantization awq_marlin \
+    --load-format runai_streamer

@@ -1,6 +1,6 @@
 # Deployment vllm-p4de-24xlarge, container vllm
 vllm serve \
-    /models/model \
+    s3://llmcap-scaleup-a100-weights-a0e14704/models/casperhansen/llama-3-8b-instruct-awq/ \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3-8b-instruct \
@@ -13,4 +13,5 @@ vllm serve \
     --kv-cache-dtype auto \
     --dtype auto \
     --enable-prefix-caching \
-    --quantization awq_marlin
+    --quantization awq_marlin \
+    --load-format runai_streamer
