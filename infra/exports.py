@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 ENDPOINT = "endpoint"
+ENDPOINT_CA_CERTIFICATE = "endpointCaCertificate"  # PEM of the CA that signed the created endpoint certificate
 CLUSTER_NAME = "clusterName"
 KUBECONFIG = "kubeconfig"
 VPC_ID = "vpcId"

@@ -56,19 +56,6 @@ def endpoint_unreachable(ctx: FitContext) -> Iterator[FitProblem]:
                          src)
 
 
-@fit_rule("endpoint-tls")
-def endpoint_tls(ctx: FitContext) -> Iterator[FitProblem]:
-    """TLS on the endpoint by default: plain HTTP only when the stack says so (infra/data/fit_platform.yaml
-    endpoint_tls)."""
-    d = ctx.stack.deployment
-    if not d.tls_certificate_arn and not d.allow_plain_http_endpoint:
-        yield FitProblem("endpoint-tls", "llmcap:deployment",
-                         "the endpoint would serve plain HTTP, so the API key crosses the VPC in clear text; set "
-                         "tls_certificate_arn to an ACM certificate (internal or public, docs/security.md \"TLS on "
-                         "the endpoint\"), or allow_plain_http_endpoint: true to accept plain HTTP",
-                         _source("endpoint_tls"))
-
-
 def _minor(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)

@@ -96,6 +96,9 @@ class KubernetesAppArgs:
     # the locked image digests (infra/image_lock.py), with registry_host; None: tags (tests only)
     image_pins: ImagePins | None = None
     system_nodes: int = 0  # the system node group's desired size (Prometheus is sized for the nodes it scrapes)
+    # the endpoint certificate the deployment created (infra/endpoint_certificate.py); None: the stack's own
+    # tls_certificate_arn, or plain HTTP with allow_plain_http_endpoint
+    certificate_arn: pulumi.Input[str] | None = None
 
 
 class KubernetesApp(pulumi.ComponentResource):
@@ -154,7 +157,7 @@ class KubernetesApp(pulumi.ComponentResource):
 
         router = Router(f"{name}-router", RouterArgs(
             namespace=ns, options=d, images=images, namespace_ready=[ns_res], secrets=secrets,
-            load_balancer_controller=args.load_balancer_controller), part)
+            load_balancer_controller=args.load_balancer_controller, certificate_arn=args.certificate_arn), part)
         self.endpoint = router.endpoint
         self.register_outputs({"endpoint": self.endpoint})
 

@@ -15,6 +15,7 @@ from infra.addons import CLUSTER_AUTOSCALER_CHART, LOAD_BALANCER_CONTROLLER_CHAR
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
 from infra.ecr import PullThroughCache, PullThroughCacheArgs
+from infra.endpoint_certificate import EndpointCertificate
 from infra.fit import FitContext, NotDeployable, check_deployable
 from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
 from infra.names import (
@@ -143,11 +144,16 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
                autoscaler_identity.association]),
         opts=pulumi.ResourceOptions(provider=cluster.provider))
 
+    # TLS on the endpoint by default: the stack's certificate, else one the deployment creates (issue 32)
+    endpoint_cert = (None if d.tls_certificate_arn or d.allow_plain_http_endpoint
+                     else EndpointCertificate(name, plan.region, stack.name, tags))
+
     app = KubernetesApp(name, KubernetesAppArgs(
         plan=plan, region=stack.region, deployment=d, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
         service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
         api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
-        registry_host=cache.registry_host, image_pins=pins, system_nodes=system_nodes.desired),
+        registry_host=cache.registry_host, image_pins=pins, system_nodes=system_nodes.desired,
+        certificate_arn=endpoint_cert.arn if endpoint_cert is not None else None),
         opts=pulumi.ResourceOptions(provider=cluster.provider,
                                     depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
                                                 *cluster.addons, store]))
@@ -160,6 +166,8 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
         exports.WEIGHTS_BUCKET: store.bucket.bucket,
         exports.WEIGHTS_PREFIX: next(iter(prefixes.values())) if len(prefixes) == 1 else list(prefixes.values()),
         **plan_summary(plan),
+        # the CA the clients trust when the deployment created the endpoint's certificate
+        **({exports.ENDPOINT_CA_CERTIFICATE: endpoint_cert.ca_certificate_pem} if endpoint_cert is not None else {}),
     }
 
 

@@ -81,6 +81,12 @@ OUTPUT_HOOKS: dict[str, Callable[[dict[str, Any], str, str], dict[str, Any]]] = 
     "aws:eks/nodeGroup:NodeGroup": lambda i, n, r: {
         "nodeGroupName": i.get("nodeGroupName") or n,
         "resources": [{"autoscalingGroups": [{"name": f"eks-{n}-{_short_hash(n, n=12)}"}]}]},
+    # the tls provider computes keys and certificates at `pulumi up` (infra/endpoint_certificate.py)
+    "tls:index/privateKey:PrivateKey": lambda i, n, r: {"privateKeyPem": f"(private key {n}, made at pulumi up)"},
+    "tls:index/certRequest:CertRequest": lambda i, n, r: {"certRequestPem": f"(CSR {n}, made at pulumi up)"},
+    "tls:index/selfSignedCert:SelfSignedCert": lambda i, n, r: {"certPem": f"(PEM of the CA {n}, made at pulumi up)"},
+    "tls:index/locallySignedCert:LocallySignedCert": lambda i, n, r: {
+        "certPem": f"(PEM of the certificate {n}, made at pulumi up)"},
     # the AWS Load Balancer Controller fills a LoadBalancer Service's status with the NLB's name
     "kubernetes:core/v1:Service": lambda i, n, r: {"status": {"loadBalancer": {"ingress": [
         {"hostname": f"k8s-{n[:20]}-{_short_hash(n, n=10)}.elb.{r}.amazonaws.com"}]}}}

@@ -112,8 +112,11 @@ def disruption_budget(namespace: str) -> dict[str, Any]:
             "spec": {"minAvailable": settings.policy().router.min_available, "selector": {"matchLabels": LABELS}}}
 
 
-def service(namespace: str, options: DeploymentOptions) -> dict[str, Any]:
-    """type LoadBalancer, provisioned by the AWS Load Balancer Controller as an NLB with IP targets."""
+def service(namespace: str, options: DeploymentOptions, certificate_arn: str | None = None) -> dict[str, Any]:
+    """type LoadBalancer, provisioned by the AWS Load Balancer Controller as an NLB with IP targets; TLS
+    only (443) with `certificate_arn` (the stack's tls_certificate_arn, or the one the deployment created,
+    infra/endpoint_certificate.py), plain HTTP (80) without."""
+    certificate_arn = certificate_arn or options.tls_certificate_arn
     r = settings.policy().router
     ann = {LB + "type": "external", LB + "nlb-target-type": "ip",
            LB + "scheme": "internet-facing" if options.public_endpoint else "internal"}
@@ -126,10 +129,10 @@ def service(namespace: str, options: DeploymentOptions) -> dict[str, Any]:
             raise ValueError("llmcap:deployment.public_endpoint needs endpoint_allowed_cidrs (the clients' CIDRs; "
                              "write 0.0.0.0/0 to open it to everyone on purpose)")
         spec["loadBalancerSourceRanges"] = list(options.endpoint_allowed_cidrs)
-    if options.tls_certificate_arn:
+    if certificate_arn:
         # TLS terminates on the NLB with the ACM certificate, internal or internet-facing alike, so the
         # bearer key never crosses the network in cleartext; the NLB -> pod hop stays inside the VPC
-        ann[LB + "ssl-cert"] = options.tls_certificate_arn
+        ann[LB + "ssl-cert"] = certificate_arn
         ann[LB + "ssl-ports"] = str(r.https_port)
         ann[LB + "ssl-negotiation-policy"] = r.tls_policy
         spec["ports"] = [{"name": "https", "port": r.https_port, "targetPort": "http", "protocol": "TCP"}]

@@ -77,6 +77,11 @@ def chart_image_pin(key: str) -> Image | None:
     return Image(image=str(v["path"]), tag=str(v["tag"]), registry=str(v["registry"])) if v else None
 
 
+def tls() -> dict[str, Any]:
+    """infra/data/tls.yaml: where the endpoint's certificate comes from, the created one's settings."""
+    return _load("tls.yaml")
+
+
 def registries() -> dict[str, Any]:
     """infra/data/registries.yaml: upstream registries, their pull-through cache prefixes, the rules' sources."""
     return _load("registries.yaml")

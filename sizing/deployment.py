@@ -86,12 +86,13 @@ class DeploymentOptions(BaseModel):
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
     tls_certificate_arn: str | None = Field(
         default=None, description="ACM certificate: TLS on the endpoint's NLB (443), internal or public; "
-                                  "required unless allow_plain_http_endpoint")
+                                  "required with public_endpoint. Without it the deployment creates one (a CA of "
+                                  "its own; stack output endpointCaCertificate) unless allow_plain_http_endpoint")
     allow_plain_http_endpoint: bool = Field(
         default=False,
         description="serve the internal endpoint over plain HTTP (port 80) without a certificate: the API key "
-                    "then crosses the VPC in clear text. Without it, a stack with no tls_certificate_arn is "
-                    "refused (rule endpoint-tls)")
+                    "then crosses the VPC in clear text. Without it the endpoint serves TLS only, with "
+                    "tls_certificate_arn or a certificate the deployment creates")
     endpoint_allowed_cidrs: list[str] = Field(default_factory=list,
                                               description="CIDRs allowed to reach a public endpoint")
 

@@ -1,48 +1,22 @@
-"""TLS on the endpoint by default (issue 32): a stack without `tls_certificate_arn` is refused by the
-deployability check (render exit 2, `pulumi preview` one line) unless it opts into plain HTTP with
-`llmcap:deployment.allow_plain_http_endpoint: true`; with a certificate the NLB listens on 443 only."""
+"""TLS on the endpoint by default (issue 32): the NLB listens on 443 only, with the ACM certificate the
+stack names in `tls_certificate_arn`, or else one the deployment creates (a CA of its own, a server
+certificate for the region's NLB names, imported into ACM; the CA is a stack output for the clients'
+trust step). Plain HTTP only with `llmcap:deployment.allow_plain_http_endpoint: true`."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from infra.fit import FitContext, check_deployable
-from infra.fit_rules_platform import endpoint_tls
 from sizing.deployment import DeploymentOptions
 from tests import pulumi_harness as h
-from tests.isolation import no_local_data
 from tests.plan_factory import make_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 ARN = "arn:aws:acm:us-east-1:111122223333:certificate/abc-123"
-
-
-def ctx(**deployment: object) -> FitContext:
-    from sizing.stack import stack_from_config
-
-    stack = stack_from_config("t", {"llmcap:workload": {"model": "meta-llama/Meta-Llama-3-8B-Instruct",
-                                                        "prompt_tokens": 1024, "output_tokens": 512,
-                                                        "traffic": {"concurrent_users": 10}},
-                                    "llmcap:deployment": deployment}, "test")
-    return FitContext(stack=stack, plan=make_plan(stack="t"), catalog=h.catalog())
-
-
-def test_plain_http_is_refused_without_the_opt_out() -> None:
-    problems = list(endpoint_tls(ctx()))
-    assert [p.line() for p in problems] == [
-        "[endpoint-tls] llmcap:deployment: the endpoint would serve plain HTTP, so the API key crosses the VPC in "
-        "clear text; set tls_certificate_arn to an ACM certificate (internal or public, docs/security.md \"TLS on "
-        "the endpoint\"), or allow_plain_http_endpoint: true to accept plain HTTP"]
-
-
-def test_a_certificate_or_the_opt_out_passes() -> None:
-    assert list(endpoint_tls(ctx(tls_certificate_arn=ARN))) == []
-    assert list(endpoint_tls(ctx(allow_plain_http_endpoint=True))) == []
 
 
 def test_the_opt_out_contradicts_a_certificate() -> None:
@@ -50,32 +24,58 @@ def test_the_opt_out_contradicts_a_certificate() -> None:
         DeploymentOptions(allow_plain_http_endpoint=True, tls_certificate_arn=ARN)
 
 
-def test_render_refuses_a_stack_without_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sizing.cli import app
+def render_with(**deployment: object) -> Any:
+    from sizing.stack import stack_from_config
 
-    shutil.copytree(ROOT / "stacks", tmp_path / "stacks")
-    monkeypatch.chdir(tmp_path)
-    no_local_data(monkeypatch, tmp_path)
-    f = tmp_path / "stacks" / "Pulumi.dev.yaml"
-    doc = yaml.safe_load(f.read_text())
-    doc["config"]["llmcap:deployment"].pop("allow_plain_http_endpoint")
-    f.write_text(yaml.safe_dump(doc, sort_keys=False))
-    r = CliRunner().invoke(app, ["render", "stacks/Pulumi.dev.yaml", "--out", "out", "--fresh"],
-                           env={"COLUMNS": "200", "NO_COLOR": "1"})
-    assert r.exit_code == 2, r.output
-    assert "[endpoint-tls] llmcap:deployment: the endpoint would serve plain HTTP" in r.output
-    assert not (tmp_path / "out").exists()
+    stack = stack_from_config("t", {"aws:region": "us-east-1", "llmcap:workload": {
+        "model": "meta-llama/Meta-Llama-3-8B-Instruct", "prompt_tokens": 1024, "output_tokens": 512,
+        "traffic": {"concurrent_users": 10}}, "llmcap:deployment": deployment}, "test")
+    return h.render(stack, make_plan(stack="t"))
 
 
-def test_every_bundled_stack_says_how_its_endpoint_is_served() -> None:
+def router_service(result: Any) -> dict[str, Any]:
+    return h.one(result, "kubernetes:core/v1:Service", "service-llmcap-router").inputs
+
+
+def test_by_default_the_deployment_creates_a_certificate_and_serves_tls_only() -> None:
+    result = render_with()
+    acm = h.one(result, "aws:acm/certificate:Certificate", "llmcap-t-endpoint")
+    svc = router_service(result)
+    ann = svc["metadata"]["annotations"]
+    assert ann["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == acm.outputs["arn"]
+    assert ann["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
+    assert [p["port"] for p in svc["spec"]["ports"]] == [443]
+    leaf = h.one(result, "tls:index/locallySignedCert:LocallySignedCert", "llmcap-t-endpoint")
+    assert set(leaf.inputs["allowedUses"]) == {"digital_signature", "key_encipherment", "server_auth"}
+    csr = h.one(result, "tls:index/certRequest:CertRequest", "llmcap-t-endpoint")
+    assert csr.inputs["dnsNames"] == ["*.elb.us-east-1.amazonaws.com"]  # every NLB name of the region
+    ca = h.one(result, "tls:index/selfSignedCert:SelfSignedCert", "llmcap-t-endpoint-ca")
+    assert ca.inputs["isCaCertificate"] is True
+    assert result.outputs["endpoint"].startswith("https://")
+    assert "endpointCaCertificate" in result.outputs
+
+
+def test_a_named_certificate_creates_none() -> None:
+    result = render_with(tls_certificate_arn=ARN)
+    assert not [r for r in result.resources if r.type.startswith("tls:") or r.type.startswith("aws:acm/")]
+    assert router_service(result)["metadata"]["annotations"][
+        "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == ARN
+    assert "endpointCaCertificate" not in result.outputs
+
+
+def test_plain_http_only_with_the_opt_out() -> None:
+    result = render_with(allow_plain_http_endpoint=True)
+    assert not [r for r in result.resources if r.type.startswith("tls:") or r.type.startswith("aws:acm/")]
+    svc = router_service(result)
+    assert [p["port"] for p in svc["spec"]["ports"]] == [80]
+    assert "service.beta.kubernetes.io/aws-load-balancer-ssl-cert" not in svc["metadata"]["annotations"]
+    assert result.outputs["endpoint"].startswith("http://")
+
+
+def test_every_bundled_stack_serves_tls() -> None:
     for name in h.BUNDLED_STACKS:
-        from sizing.stack import load_stack
-
-        d = load_stack(ROOT / "stacks" / f"Pulumi.{name}.yaml").deployment
-        assert d.tls_certificate_arn or d.allow_plain_http_endpoint, name
-        report = check_deployable(FitContext(stack=load_stack(ROOT / "stacks" / f"Pulumi.{name}.yaml"),
-                                             plan=make_plan(stack=name), catalog=h.catalog()))
-        assert not [p for p in report.problems if p.rule == "endpoint-tls"], name
+        result = h.bundled(name)
+        assert [p["port"] for p in router_service(result)["spec"]["ports"]] == [443], name
 
 
 def test_the_security_doc_quotes_the_certificate_costs_of_the_data_file() -> None:

@@ -42,7 +42,7 @@ def test_base_dependencies_pull_no_cloud_sdk_and_extras_do() -> None:
     base = _names(PYPROJECT["dependencies"])
     assert base & HEAVY == set(), f"base dependencies pull {sorted(base & HEAVY)}: move them to an extra"
     extras = _extras()
-    assert extras["infra"] == {"pulumi", "pulumi-aws", "pulumi-kubernetes"}
+    assert extras["infra"] == {"pulumi", "pulumi-aws", "pulumi-kubernetes", "pulumi-tls"}
     assert extras["aws"] == {"boto3"} and extras["bench"] == {"httpx"} and extras["plot"] == {"matplotlib"}
     # dev is every extra and the tools (.ci/run: pip install -e ".[dev]")
     [self_ref] = [Requirement(r) for r in PYPROJECT["optional-dependencies"]["dev"] if _name(r) == "llmcap"]

@@ -33,9 +33,8 @@ def factory_stack(name: str = "t", deployment: dict | None = None, hardware: dic
            "llmcap:workload": {"model": "meta-llama/Meta-Llama-3-8B-Instruct", "prompt_tokens": 1024,
                                "output_tokens": 512, "traffic": {"concurrent_users": 100},
                                "slo": {"ttft_p95_ms": 1000, "itl_p95_ms": 25}}}
-    # plain HTTP unless the test names a certificate (the rule endpoint-tls has its own tests)
-    cfg["llmcap:deployment"] = {**({} if (deployment or {}).get("tls_certificate_arn")
-                                   else {"allow_plain_http_endpoint": True}), **(deployment or {})}
+    if deployment is not None:
+        cfg["llmcap:deployment"] = deployment
     if hardware is not None:
         cfg["llmcap:hardware"] = hardware
     return stack_from_config(name, cfg)

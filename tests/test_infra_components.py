@@ -163,7 +163,8 @@ DEV_WAITS = {
     'secret-grafana-admin': ['namespace-monitoring'],
     'secret-hf-token': ['namespace-llmcap'],
     'secret-vllm-api-key': ['namespace-llmcap'],
-    'service-llmcap-router': ['aws-load-balancer-controller', 'namespace-llmcap'],
+    # the created endpoint certificate's ARN is in its annotations (issue 32)
+    'service-llmcap-router': ['aws-load-balancer-controller', 'llmcap-dev-endpoint', 'namespace-llmcap'],
     'serviceaccount-llmcap-router': ['namespace-llmcap'],
     'serviceaccount-vllm': ['namespace-llmcap'],
     'serviceaccount-weights-loader': ['namespace-llmcap'],
@@ -195,7 +196,8 @@ def test_pure_builders_import_no_pulumi() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(out.stdout) == [], f"a pure builder pulls in a cloud SDK: {out.stdout}"
     # and every infra module that is not a component or the program is on the list
-    pulumi_modules = {"__main__", "addons", "addons_iam", "cluster", "ecr", "iam", "kubernetes_app", "network",
+    pulumi_modules = {"__main__", "addons", "addons_iam", "cluster", "ecr", "endpoint_certificate", "iam",
+                      "kubernetes_app", "network",
                       "nodegroups", "program", "render", "storage"}
     flat = {p.stem for p in (ROOT / "infra").glob("*.py")} - {"__init__"}
     assert flat - pulumi_modules == set(PURE), sorted(flat - pulumi_modules ^ set(PURE))

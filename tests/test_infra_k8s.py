@@ -141,7 +141,8 @@ def test_router_is_internal_and_discovers_only_serving_endpoints(stack_id: str) 
     args = find(objs, "Deployment", "llmcap-router")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"{ENDPOINT_LABEL}=true" in flag_values(args)["--k8s-label-selector"], stack_id
     assert find(objs, "Secret", API_KEY_SECRET)["stringData"] == "[secret]", stack_id
-    assert rendered(stack_id)[0].outputs["endpoint"].startswith("http://"), stack_id
+    # TLS by default: the certificate the deployment creates (tests/test_endpoint_tls.py)
+    assert rendered(stack_id)[0].outputs["endpoint"].startswith("https://"), stack_id
 
 
 @pytest.mark.parametrize("stack_id", STACK_IDS)

@@ -146,8 +146,16 @@ def _sse_empty(r: Res) -> dict[str, Any]:
     return {**r.props, "rules": []}
 
 
+def _plain(p: dict[str, Any]) -> dict[str, Any]:
+    """The Service without its TLS listener (the program's own has one by default, issue 32)."""
+    for key in ("ssl-cert", "ssl-ports", "ssl-negotiation-policy"):
+        p["metadata"]["annotations"].pop(rules.LB_ANNOTATION + key, None)
+    p["spec"]["ports"] = [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+    return p
+
+
 def _internet_facing(r: Res) -> dict[str, Any]:
-    p = copy.deepcopy(r.props)
+    p = _plain(copy.deepcopy(r.props))
     p["metadata"]["annotations"][rules.LB_ANNOTATION + "scheme"] = "internet-facing"
     return p
 
@@ -155,7 +163,7 @@ def _internet_facing(r: Res) -> dict[str, Any]:
 def _in_tree_default(r: Res) -> dict[str, Any]:
     """No scheme annotation and no AWS Load Balancer Controller class: the in-tree controller's
     default is internet-facing."""
-    p = copy.deepcopy(r.props)
+    p = _plain(copy.deepcopy(r.props))
     del p["metadata"]["annotations"][rules.LB_ANNOTATION + "scheme"]
     del p["spec"]["loadBalancerClass"]
     return p

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from sizing.perf.cold_start import cold_start, pods_per_node
+from sizing.perf.cold_start import cold_start
+from sizing.perf.weights_mode import pods_per_node
 from sizing.planning.node_storage import loading_mode
 from tests import pulumi_harness as h
 from tests.k8s_support import rendered

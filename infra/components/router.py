@@ -28,6 +28,9 @@ class RouterArgs:
     # the AWS Load Balancer Controller's release (infra/addons.py): it provisions the Service's NLB
     # (`loadBalancerClass: service.k8s.aws/nlb`), so the Service waits for it
     load_balancer_controller: pulumi.Resource | None = None
+    # the ACM certificate the deployment created (infra/endpoint_certificate.py); None: the stack's
+    # tls_certificate_arn, or plain HTTP with allow_plain_http_endpoint
+    certificate_arn: pulumi.Input[str] | None = None
 
 
 class Router(apply.MovedOutOfApp):
@@ -45,8 +48,14 @@ class Router(apply.MovedOutOfApp):
         apply.create(obj, self.child([*args.namespace_ready, *args.secrets]))
         apply.create(router.disruption_budget(ns), in_ns)
         lbc = [args.load_balancer_controller] if args.load_balancer_controller is not None else []
-        svc = apply.create(router.service(ns, args.options), self.child([*args.namespace_ready, *lbc]))
-        scheme = "https" if args.options.tls_certificate_arn else "http"
+        obj = router.service(ns, args.options)
+        if args.certificate_arn is not None:  # the created certificate's ARN is known once ACM has it
+            arn = pulumi.Output.from_input(args.certificate_arn)
+            obj = router.service(ns, args.options, "(the created certificate)")
+            obj["metadata"]["annotations"] = arn.apply(
+                lambda a: router.service(ns, args.options, a)["metadata"]["annotations"])
+        svc = apply.create(obj, self.child([*args.namespace_ready, *lbc]))
+        scheme = "https" if args.options.tls_certificate_arn or args.certificate_arn is not None else "http"
         status: pulumi.Output[Any] = svc.status  # type: ignore[attr-defined]
         self.endpoint = status.apply(lambda s: endpoint_url(scheme, s))
         self.register_outputs({"endpoint": self.endpoint})

@@ -4,7 +4,7 @@
 comes with an extra of pyproject.toml's [project.optional-dependencies] (tests/test_extras.py checks
 that this table and pyproject.toml agree):
 
-- infra: pulumi, pulumi-aws, pulumi-kubernetes (`llmcap render`, the Pulumi program of `pulumi up`)
+- infra: pulumi, pulumi-aws, pulumi-kubernetes, pulumi-tls (`llmcap render`, the Pulumi program of `pulumi up`)
 - aws:   boto3 (`llmcap preflight`, `llmcap catalog refresh`)
 - bench: httpx (`llmcap bench`, the load generator)
 - plot:  matplotlib (`llmcap compare --sweep ... --plot`)
@@ -21,7 +21,7 @@ from sizing.errors import EXIT_BAD_INPUT, LlmcapError
 
 # top-level import name -> the extra that installs it
 EXTRA_OF: dict[str, str] = {
-    "pulumi": "infra", "pulumi_aws": "infra", "pulumi_kubernetes": "infra",
+    "pulumi": "infra", "pulumi_aws": "infra", "pulumi_kubernetes": "infra", "pulumi_tls": "infra",
     "boto3": "aws", "botocore": "aws",
     "httpx": "bench",
     "matplotlib": "plot",

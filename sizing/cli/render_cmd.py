@@ -79,7 +79,7 @@ def render(
     if target == "eks":  # the Pulumi program under the mock engine; compose needs no pulumi
         from sizing.cli.extras import require
 
-        require("llmcap render", "pulumi", "pulumi_aws", "pulumi_kubernetes")
+        require("llmcap render", "pulumi", "pulumi_aws", "pulumi_kubernetes", "pulumi_tls")
     check_replaceable(out)  # a folder that may not be replaced is refused before anything is planned or printed
     stack, plan, cat, which, warning = plan_to_render(stack_file, sets, catalog, fresh)
     from sizing.catalog.weights_source import require_weights_source

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from sizing.catalog.platform import number
 from sizing.perf.memory import GIB
+from sizing.perf.weights_mode import pods_per_node, weights_mode
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -57,19 +58,6 @@ class ColdStart:
 
 def _minutes(s: float) -> str:
     return f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
-
-
-def pods_per_node(pool: Pool) -> int:
-    """Serving pods of the pool on one node: its replicas per instance, or 1 when a replica spans nodes."""
-    return 1 if pool.nodes_per_replica > 1 else max(pool.replicas_per_instance, 1)
-
-
-def weights_mode(pods: int, cache_fits_nvme: bool) -> str:
-    """At most one copy of the weights per node (issue 32): a local copy (nvme) only where the node holds
-    one pod of the pool and the copy fits its NVMe; a node packed with several pods streams them from S3
-    (the Run:ai streamer, vLLM `--load-format runai_streamer`), since pods cannot share a node directory
-    under Pod Security `restricted` (no hostPath) and one emptyDir per pod is one copy per pod."""
-    return "nvme" if pods == 1 and cache_fits_nvme else "stream"
 
 
 def default_mode(pool: Pool) -> str:

@@ -17,10 +17,11 @@ from sizing.cost.money import (
 from sizing.errors import NoFeasiblePlanError
 from sizing.perf.binding import binding
 from sizing.perf.checkpoint import checkpoint_facts, checkpoint_size
-from sizing.perf.cold_start import cold_start, weights_mode
+from sizing.perf.cold_start import cold_start
 from sizing.perf.load import WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
+from sizing.perf.weights_mode import weights_mode
 from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
 from sizing.planning.candidates import Evaluated, instances_for, strategy_of

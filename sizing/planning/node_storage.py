@@ -79,7 +79,7 @@ def loading_mode(pool: Pool, instance_store: bool, catalog: Catalog | None = Non
     group puts the kubelet's storage on the instance-store NVMe (`llmcap:deployment.model_cache_on_instance_store`)
     and that NVMe holds one copy of the model and the image below the kubelet's eviction threshold, else
     `s3-stream` (sizing.perf.cold_start.weights_mode: at most one copy per node)."""
-    from sizing.perf.cold_start import pods_per_node, weights_mode
+    from sizing.perf.weights_mode import pods_per_node, weights_mode
 
     fits = cache_fits_nvme(pool.local_nvme_gb, pool.model_cache_gib_per_node, instance_store, catalog)
     return "nvme" if weights_mode(pods_per_node(pool), fits) == "nvme" else "s3-stream"

@@ -23,6 +23,7 @@ FREE_TYPES = frozenset({
     "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
     "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
     "aws:s3/bucketPolicy:BucketPolicy", "aws:kms/alias:Alias",
+    "aws:acm/certificate:Certificate",  # an imported certificate (infra/data/tls.yaml acm_imported)
 })
 
 
