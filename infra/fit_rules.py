@@ -24,7 +24,7 @@ from infra.fit import FitContext, FitProblem, fit_row, fit_rule
 from infra.k8s_common import cache_size_limit
 from infra.names import NAMESPACE, SERVING_SERVICE_ACCOUNT, served_checkpoints, weights_prefix
 from infra.platform import load_platform
-from infra.serving import ServingContext, disruption_budget, gpus_per_pod, workload
+from infra.serving import ServingContext, disruption_budget, gpus_per_pod, model_path_of, workload
 from infra.serving_context import serving_context
 from infra.weights import MODEL_DIR, WeightsLocation
 from sizing.catalog.platform import number
@@ -74,7 +74,11 @@ def pool_views(fit: FitContext) -> list[PoolView]:
     views = []
     hosts = {ckpt: next(p.name for p in fit.plan.pools if p.vllm.model == ckpt)
              for ckpt in served_checkpoints(fit.plan.pools)}
+    from infra.engines import ENGINES
+
     for pool in fit.plan.pools:
+        if pool.engine not in ENGINES:
+            continue  # engine-not-deployable says so; there is no pod to check
         ctx = _ctx(fit, pool)
         w = workload(pool, ctx)
         if w["kind"] == "Deployment":
@@ -189,11 +193,12 @@ def served_model_mismatch(fit: FitContext) -> Iterator[FitProblem]:
         for role, pod in v.pods:
             args = pod["containers"][0]["args"]
             sync = [c for c in pod.get("initContainers", []) if c.get("name") == "weights-sync"]
-            reads = " ".join(sync[0]["command"]) if sync and args[0] == MODEL_DIR else args[0]
+            path = model_path_of(p, args)
+            reads = " ".join(sync[0]["command"]) if sync and path == MODEL_DIR else path
             if prefix not in reads:
                 yield FitProblem("served-model-mismatch", p.name,
                                  f"{role} pod loads {reads!r}, not the pool's checkpoint {p.vllm.model}; the copy Job, "
-                                 "the S3 prefix and vllm serve must use pool.vllm.model", "issue 14 defect 1")
+                                 "the S3 prefix and the engine's command must use pool.vllm.model", "issue 14 defect 1")
 
 
 @fit_rule("requests-exceed-allocatable")
@@ -355,6 +360,19 @@ def vllm_flags_rejected(fit: FitContext) -> Iterator[FitProblem]:
                              f"--max-num-batched-tokens {v.max_num_batched_tokens:,} is below --max-num-seqs "
                              f"{v.max_num_seqs:,}, which vLLM refuses at start; re-plan (llmcap plan --write)",
                              SRC_VLLM_SCHEDULER)
+
+
+@fit_rule("engine-not-deployable")
+def engine_not_deployable(fit: FitContext) -> Iterator[FitProblem]:
+    """The planner models TensorRT-LLM's performance, but llmcap deploys only vLLM and SGLang pools."""
+    from infra.engines import ENGINES
+
+    for p in fit.plan.pools:
+        if p.engine not in ENGINES:
+            yield FitProblem("engine-not-deployable", p.name,
+                             f"the plan runs {p.engine}, which llmcap plans but does not deploy; set "
+                             f"llmcap:workload.engine to {' or '.join(ENGINES)} (or a list of them) and re-plan",
+                             "infra/engines.py ENGINES")
 
 
 @fit_rule("capacity-below-demand")

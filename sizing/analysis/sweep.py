@@ -194,7 +194,8 @@ class _Prepared:
 
     def _scale_of(self, c: Candidate) -> float:
         """The calibration's goodput scale for this candidate's GPU (1.0 without one)."""
-        s = self.scale(c.instance.gpu, self.option.stack.workload.engine, self.model.hf_id) if self.scale else None
+        engine = self.option.stack.workload.single_engine
+        s = self.scale(c.instance.gpu, engine, self.model.hf_id) if self.scale else None
         return s[0] if s else 1.0
 
     def _goodput(self, *args: Any, **kwargs: Any) -> Goodput:

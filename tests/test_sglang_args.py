@@ -1,0 +1,103 @@
+"""SGLang pools: the plan → `python -m sglang.launch_server` mapping, parsed by a parser rebuilt from the pinned
+release's own argparse definitions (infra/data/sglang_flags.yaml, extracted from the sglang wheel by
+scripts/build_sglang_flags.py: the wheel's parser needs torch and friends, so it cannot run here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra import serving, settings
+from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, secret_env
+from infra.serving_context import serving_context
+from infra.sglang_args import SglangArgsError, check_args, engine_flags, parser, serve_args
+from infra.vllm_args import ModelSource, MultiNode
+from infra.weights import WeightsLocation
+from sizing.planning.planner import plan_for
+from tests.k8s_support import STACK_FILES, flag_values
+from tests.plan_factory import make_pool
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = ROOT / "stacks" / "Pulumi.dev.yaml"
+SGLANG = ["workload.engine=sglang"]
+
+
+def _sglang(pool):  # type: ignore[no-untyped-def]
+    return pool.model_copy(update={"engine": "sglang"})
+
+
+def _ctx(pool):  # type: ignore[no-untyped-def]
+    return serving_context(pool, "llmcap", "vllm", "us-east-1", WeightsLocation("bkt", "models/x/"), True)
+
+
+def test_a_stack_with_engine_sglang_renders_an_sglang_server() -> None:
+    # the defect: the plan used SGLang's performance model while the pods ran `vllm serve`
+    plan = plan_for(DEV, SGLANG)
+    pool = plan.pools[0]
+    assert pool.engine == "sglang"
+    c = serving.workload(pool, _ctx(pool))["spec"]["template"]["spec"]["containers"][0]
+    assert c["command"] == ["python3", "-m", "sglang.launch_server"]
+    assert "lmsysorg/sglang:" in c["image"]
+    flags = flag_values(c["args"])
+    assert flags["--tp"] == str(pool.tensor_parallel)
+    assert flags["--mem-fraction-static"] == f"{pool.vllm.gpu_memory_utilization:g}"
+    assert flags["--max-running-requests"] == str(pool.vllm.max_num_seqs)
+    assert flags["--chunked-prefill-size"] == str(pool.vllm.max_num_batched_tokens)
+    assert "--enable-metrics" in flags and flags["--api-key"] == "$(SGLANG_API_KEY)"
+    assert secret_env("SGLANG_API_KEY", API_KEY_SECRET, API_KEY_SECRET_KEY) in c["env"]
+    assert c["startupProbe"]["httpGet"]["path"] == "/health"
+
+
+def test_the_flags_file_is_the_pinned_image_release() -> None:
+    allow = settings.sglang_flags()
+    assert allow["sglang_version"] == settings.image("sglang").tag == settings.sglang_values()["sglang_version"]
+    assert allow["source"] and allow["as_of"]
+    for flag in ("--tp-size", "--dp-size", "--mem-fraction-static", "--chunked-prefill-size", "--max-running-requests",
+                 "--schedule-policy", "--enable-metrics", "--api-key", "--served-model-name", "--nnodes",
+                 "--node-rank", "--dist-init-addr"):
+        assert flag in allow["flags"], flag
+
+
+def test_every_plan_field_maps_to_its_flag() -> None:
+    v = make_pool(tp=2, pp=1, precision="fp8").vllm.model_copy(update={"kv_cache_dtype": "fp8"})
+    flags = flag_values(engine_flags(v))
+    assert flags["--tp"] == "2" and flags["--kv-cache-dtype"] == "fp8_e4m3" and flags["--schedule-policy"] == "fcfs"
+    off = v.model_copy(update={"enable_prefix_caching": False, "quantization": None, "schedule_policy": "lpm"})
+    out = engine_flags(off)
+    assert "--disable-radix-cache" in out and "--quantization" not in out and "lpm" in out
+
+
+def test_the_rebuilt_parser_resolves_as_the_release_does() -> None:
+    ns = parser().parse_args(["--model-path", "m", "--tp", "4", "--mem-fraction-static", "0.88", "--enable-metrics"])
+    assert (ns.tp_size, ns.mem_fraction_static, ns.enable_metrics) == (4, 0.88, True)
+    with pytest.raises(SglangArgsError, match="--enable-magic"):
+        check_args(["--model-path", "m", "--enable-magic"])
+    with pytest.raises(SglangArgsError, match="schedule-policy"):
+        check_args(["--schedule-policy", "shortest-job"])
+    with pytest.raises(SglangArgsError, match="mem-fraction-static"):
+        check_args(["--mem-fraction-static", "most"])
+    with pytest.raises(SglangArgsError):  # --en is the prefix of many flags: argparse refuses it as SGLang does
+        check_args(["--en"])
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_every_sglang_command_for_a_bundled_stack_parses(path: Path) -> None:
+    for pool in plan_for(path, SGLANG).pools:
+        assert pool.engine == "sglang"
+        for mn in (None, MultiNode(2, "0", "$(LWS_LEADER_ADDRESS)", headless=False),
+                   MultiNode(2, "$(LWS_WORKER_INDEX)", "$(LWS_LEADER_ADDRESS)", headless=True)):
+            args = serve_args(pool, ModelSource("s3://b/m/", "runai_streamer"), 8000, mn)
+            check_args(args)
+
+
+def test_a_multi_node_sglang_replica_is_a_leader_worker_set() -> None:
+    pool = _sglang(make_pool(tp=8, pp=2)).model_copy(update={"nodes_per_replica": 2})
+    lws = serving.workload(pool, _ctx(pool))
+    assert lws["kind"] == "LeaderWorkerSet"
+    t = lws["spec"]["leaderWorkerTemplate"]
+    leader = flag_values(t["leaderTemplate"]["spec"]["containers"][0]["args"])
+    worker = flag_values(t["workerTemplate"]["spec"]["containers"][0]["args"])
+    assert (leader["--nnodes"], leader["--node-rank"], worker["--node-rank"]) == ("2", "0", "$(LWS_WORKER_INDEX)")
+    assert leader["--dist-init-addr"] == worker["--dist-init-addr"] == "$(LWS_LEADER_ADDRESS):25000"
+    assert leader["--pp-size"] == "2"
