@@ -101,3 +101,26 @@ def test_a_multi_node_sglang_replica_is_a_leader_worker_set() -> None:
     assert (leader["--nnodes"], leader["--node-rank"], worker["--node-rank"]) == ("2", "0", "$(LWS_WORKER_INDEX)")
     assert leader["--dist-init-addr"] == worker["--dist-init-addr"] == "$(LWS_LEADER_ADDRESS):25000"
     assert leader["--pp-size"] == "2"
+
+
+def test_the_engine_takes_one_or_a_list_listed_once() -> None:
+    from pydantic import ValidationError
+
+    from sizing.spec import WorkloadSpec
+
+    base = {"model": "m", "prompt_tokens": 10, "output_tokens": 10, "traffic": {"concurrent_users": 1}}
+    assert WorkloadSpec.model_validate({**base, "engine": ["vllm", "sglang"]}).engines == ["vllm", "sglang"]
+    assert WorkloadSpec.model_validate(base).engines == ["vllm"]
+    for bad in ([], ["sglang", "sglang"], ["vllm", "tgi"]):
+        with pytest.raises(ValidationError):
+            WorkloadSpec.model_validate({**base, "engine": bad})
+
+
+def test_a_list_of_engines_plans_each_and_shows_the_best_of_each() -> None:
+    plan = plan_for(ROOT / "stacks" / "Pulumi.engines.yaml")
+    assert [e.engine for e in plan.engines] == ["vllm", "sglang"]
+    chosen = [e for e in plan.engines if e.chosen]
+    assert len(chosen) == 1 and {p.engine for p in plan.pools} == {chosen[0].engine}
+    assert all(e.feasible and e.usd_per_month and e.why for e in plan.engines)
+    assert min(e.all_in_usd_per_month or 0 for e in plan.engines) == chosen[0].all_in_usd_per_month
+    assert plan.workload.engines == ["vllm", "sglang"]  # the stack as written: the saved plan's fingerprint
