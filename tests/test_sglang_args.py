@@ -124,3 +124,15 @@ def test_a_list_of_engines_plans_each_and_shows_the_best_of_each() -> None:
     assert all(e.feasible and e.usd_per_month and e.why for e in plan.engines)
     assert min(e.all_in_usd_per_month or 0 for e in plan.engines) == chosen[0].all_in_usd_per_month
     assert plan.workload.engines == ["vllm", "sglang"]  # the stack as written: the saved plan's fingerprint
+
+
+def test_the_dashboard_queries_the_series_sglang_exports() -> None:
+    from infra.observability import dashboard
+
+    d = dashboard(plan_for(DEV, SGLANG), "llmcap")
+    exprs = " ".join(t["expr"] for p in d["panels"] for t in p["targets"])
+    for series in ("sglang:time_to_first_token_seconds_bucket", "sglang:inter_token_latency_seconds_bucket",
+                   "sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage",
+                   "sglang:generation_tokens_total"):
+        assert series in exprs, series
+    assert "vllm:" not in exprs and "SGLang" in d["title"]
