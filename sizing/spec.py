@@ -250,14 +250,12 @@ class WorkloadSpec(_Strict):
     @property
     def single_engine(self) -> str:
         """The one engine of a workload planned for one engine (the planner plans a list of engines one
-        at a time, sizing.planning.planner.plan_stack; compare's sweeps take one engine only)."""
+        at a time, sizing.planning.planner.plan_stack; compare's sweeps refuse a list); a list here is a bug."""
         if isinstance(self.engine, list):
             if len(self.engine) == 1:
                 return self.engine[0]
-            from sizing.errors import SpecError
-
-            raise SpecError(f"llmcap:workload.engine lists {', '.join(self.engine)}; this command plans one engine: "
-                            "set it to one (llmcap plan compares the engines of a list)")
+            raise ValueError(f"a workload of several engines ({', '.join(self.engine)}) is planned one engine "
+                             "at a time")
         return self.engine
 
     def for_engine(self, engine: str) -> WorkloadSpec:

@@ -136,3 +136,13 @@ def test_the_dashboard_queries_the_series_sglang_exports() -> None:
                    "sglang:generation_tokens_total"):
         assert series in exprs, series
     assert "vllm:" not in exprs and "SGLang" in d["title"]
+
+
+def test_a_sweep_of_a_stack_with_several_engines_is_refused_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from sizing.cli import app
+
+    r = CliRunner().invoke(app, ["compare", str(ROOT / "stacks" / "Pulumi.engines.yaml"), str(DEV),
+                                 "--sweep", "users=1..200:100"])
+    assert r.exit_code == 2 and "a sweep prices one engine" in r.output and "Traceback" not in r.output

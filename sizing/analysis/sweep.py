@@ -175,6 +175,9 @@ class _Prepared:
                  memo: dict[tuple[Any, ...], Goodput]) -> None:
         self.option, self.cat, self.var, self.scale = option, cat, var, scale
         st = option.stack
+        if len(st.workload.engines) > 1:
+            raise SpecError(f"{st.name}: llmcap:workload.engine lists {', '.join(st.workload.engines)}; a sweep "
+                            "prices one engine: set it to one (llmcap plan compares the engines of a list)")
         self.model: ModelArch = cat.model(st.workload.model)
         self.hw = st.hardware
         self.mixed = option.strategy == "mixed"
