@@ -7,7 +7,7 @@ with their sources: node allocatable (sizing/planning/allocatable.py: node_alloc
 checkpoint sizes (sizing/perf/checkpoint.py: checkpoints.csv), EKS-disallowed AZ IDs
 (infra/data/eks_disallowed_az_ids.csv), LWS placement (kubernetes-sigs/lws).
 
-Rules: api-key-empty, served-model-mismatch, requests-exceed-allocatable, gpus-exceed-node,
+Rules: api-key-empty, engine-not-deployable, served-model-mismatch, requests-exceed-allocatable, gpus-exceed-node,
 storage-below-checkpoint, cluster-subnet-disallowed-az, lws-exclusive-topology, pdb-exceeds-runnable,
 node-group-max-below-surge, max-num-seqs-below-concurrency, capacity-below-demand.
 """
@@ -41,6 +41,8 @@ SRC_LWS = "kubernetes-sigs/lws pkg/webhooks/pod_webhook.go SetExclusiveAffinitie
 SRC_PDB = "Kubernetes PodDisruptionBudget: an eviction is refused while fewer than minAvailable pods would remain"
 SRC_VLLM_KEY = ("vLLM 0.33.0 vllm/entrypoints/serve/middleware/register.py: an empty key is dropped and "
                 "no AuthenticationMiddleware is added")
+SRC_SGLANG_KEY = ("sglang 0.5.23 sglang/srt/entrypoints/http_server.py: the API-key middleware is added only "
+                  "`if get_serving().api_key or ...`, so an empty --api-key serves every route")
 SRC_EMPTYDIR = "Kubernetes emptyDir sizeLimit: the kubelet evicts a pod whose emptyDir exceeds it"
 SRC_PLAN = "llmcap plan consistency (issue 18 item 7)"
 BUCKET_PLACEHOLDER = "weights-bucket"
@@ -174,9 +176,12 @@ def _subnet_azs(fit: FitContext) -> tuple[list[str], dict[str, tuple[str, ...]]]
 @fit_rule("api-key-empty")
 def api_key_empty(fit: FitContext) -> Iterator[FitProblem]:
     if fit.api_key is not None and not fit.api_key.strip():
+        engines = sorted({p.engine for p in fit.plan.pools})
+        who = " and ".join({"vllm": "vLLM", "sglang": "SGLang"}.get(e, e) for e in engines)
+        src = SRC_VLLM_KEY if engines == ["vllm"] else f"{SRC_VLLM_KEY}; {SRC_SGLANG_KEY}"
         yield FitProblem("api-key-empty", "llmcap:api_key",
-                         "is empty, and vLLM serves every route unauthenticated with an empty key; set one with "
-                         "`pulumi config set --secret llmcap:api_key \"$(openssl rand -hex 32)\"`", SRC_VLLM_KEY)
+                         f"is empty, and {who} serves every route unauthenticated with an empty key; set one with "
+                         "`pulumi config set --secret llmcap:api_key \"$(openssl rand -hex 32)\"`", src)
 
 
 @fit_rule("served-model-mismatch")
@@ -354,6 +359,8 @@ SRC_VLLM_SCHEDULER = "vllm 0.33.0 wheel, vllm/config/scheduler.py SchedulerConfi
 @fit_rule("vllm-flags-rejected")
 def vllm_flags_rejected(fit: FitContext) -> Iterator[FitProblem]:
     for p in fit.plan.pools:
+        if p.engine != "vllm":
+            continue  # SGLang takes --chunked-prefill-size below --max-running-requests
         v = p.vllm
         if v.max_num_batched_tokens < v.max_num_seqs:
             yield FitProblem("vllm-flags-rejected", p.name,

@@ -146,3 +146,34 @@ def test_a_sweep_of_a_stack_with_several_engines_is_refused_in_one_line() -> Non
     r = CliRunner().invoke(app, ["compare", str(ROOT / "stacks" / "Pulumi.engines.yaml"), str(DEV),
                                  "--sweep", "users=1..200:100"])
     assert r.exit_code == 2 and "a sweep prices one engine" in r.output and "Traceback" not in r.output
+
+
+def test_the_compose_file_runs_the_same_flags_and_requires_the_key() -> None:
+    from infra.compose import build, interpolation_errors
+
+    plan = plan_for(DEV, SGLANG)
+    pool = plan.pools[0]
+    files = build(plan)
+    svc = files.compose["services"]["sglang"]
+    assert "lmsysorg/sglang:" in svc["image"]
+    assert svc["entrypoint"][:2] == ["/bin/sh", "-c"] and "sglang.launch_server" in svc["entrypoint"][2]
+    assert '--api-key "$$SGLANG_API_KEY"' in svc["entrypoint"][2]  # from the container env, not the file
+    eks = serving.workload(pool, _ctx(pool))["spec"]["template"]["spec"]["containers"][0]["args"]
+    same = {k: v for k, v in flag_values(eks).items() if k not in ("--model-path", "--api-key")}
+    assert {k: v for k, v in flag_values(svc["command"]).items() if k != "--model-path"} == same
+    check_args(svc["command"])
+    assert interpolation_errors(files.compose, {}) and not interpolation_errors(files.compose, {"SGLANG_API_KEY": "k"})
+    assert "SGLANG_API_KEY=" in files.env_example
+    assert files.compose["services"]["prometheus"]["depends_on"] == ["sglang"]
+
+
+def test_an_empty_api_key_is_refused_for_an_sglang_stack_too() -> None:
+    from infra.fit import FitContext, check_deployable
+    from sizing.catalog.lookup import load_catalog
+    from sizing.stack import load_stack
+
+    stack = load_stack(ROOT / "stacks" / "Pulumi.sglang.yaml")
+    report = check_deployable(FitContext(stack=stack, plan=plan_for(ROOT / "stacks" / "Pulumi.sglang.yaml"),
+                                         catalog=load_catalog(), api_key=" "))
+    lines = [p for p in report.problems if p.rule == "api-key-empty"]
+    assert lines and "SGLang serves every route unauthenticated" in lines[0].message
