@@ -6,8 +6,8 @@ triton, flashinfer, ...), so this script loads it from an unpacked wheel with ev
 the argument definitions replaced by an inert stub, builds the real `argparse.ArgumentParser`
 `python -m sglang.launch_server` uses (`prepare_server_args`: `argparse.ArgumentParser(prog="sglang
 serve")`, allow_abbrev on), and writes every option string with its nargs, value type and choices.
-Choice lists that come from a stubbed module (they would be empty or partial) are left out and
-named under `choices_unread`. tests/test_sglang_args.py rebuilds an argparse parser from that file
+Choice lists that come from a stubbed module (empty, or partial like `STUBBED + ["all"]`) are left
+out and named under `choices_unread`. tests/test_sglang_args.py rebuilds an argparse parser from that file
 and parses every rendered SGLang command line with it.
 
 Needs `msgspec` importable (SGLang's config structs subclass msgspec.Struct):
@@ -15,6 +15,9 @@ Needs `msgspec` importable (SGLang's config structs subclass msgspec.Struct):
     pip download sglang==0.5.23 --no-deps -d /tmp/sgl && unzip -q /tmp/sgl/sglang-*.whl -d /tmp/sgl/pkg
     pip install --target /tmp/sgl/deps msgspec
     PYTHONPATH=/tmp/sgl/deps python scripts/build_sglang_flags.py /tmp/sgl/pkg --version 0.5.23
+
+With the same two folders, `LLMCAP_SGLANG_WHEEL_DIR=/tmp/sgl/pkg PYTHONPATH=/tmp/sgl/deps pytest
+tests/test_sglang_args.py` also checks the committed file against the wheel (skipped otherwise).
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ OUT = ROOT / "infra" / "data" / "sglang_flags.yaml"
 # the SGLang modules that define the arguments run for real; every other module is a stub
 REAL_PREFIXES = ("sglang.srt.server_args", "sglang.srt.arg_groups", "sglang.srt.environ",
                  "sglang.srt.utils.network", "sglang.srt.runtime_context")
+
+
+class _StubList(list):  # type: ignore[type-arg]
+    """A list built from a stub (e.g. `STUBBED_CHOICES + ["all"]`): partial, so never written as choices."""
 
 
 class _Stub:
@@ -74,7 +81,7 @@ class _Stub:
         return self
 
     def __add__(self, o: Any) -> Any:
-        return list(o)
+        return _StubList(o)
 
     __radd__ = __add__
 
@@ -138,7 +145,9 @@ def describe(parser: argparse.ArgumentParser) -> tuple[dict[str, dict[str, Any]]
             entry["nargs"] = a.nargs
         if a.type in (int, float):
             entry["type"] = a.type.__name__
-        if a.choices is not None:
+        if isinstance(a.choices, _StubList):
+            unread.append(a.option_strings[0])
+        elif a.choices is not None:
             try:
                 choices = sorted(str(c) for c in a.choices)
             except TypeError:
@@ -156,6 +165,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pkg", type=Path, help="an unpacked sglang wheel (the folder holding sglang/)")
     ap.add_argument("--version", required=True, help="the wheel's version, e.g. 0.5.23")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write (default infra/data/sglang_flags.yaml)")
+    ap.add_argument("--as-of", default=date.today().isoformat(), help="the date the wheel was read")
     args = ap.parse_args()
     flags, unread = describe(load_parser(args.pkg))
     doc = {
@@ -163,7 +174,7 @@ def main() -> None:
         "source": f"pypi.org/project/sglang/{args.version} (sglang-{args.version} wheel: "
                   "sglang/srt/server_args.py ServerArgs.add_cli_args, sglang/srt/arg_groups/fields/*.py; "
                   "built by scripts/build_sglang_flags.py)",
-        "as_of": date.today().isoformat(),
+        "as_of": args.as_of,
         "allow_abbrev": True,
         "choices_unread": unread,
         "flags": flags,
@@ -173,8 +184,9 @@ def main() -> None:
               "# scripts/build_sglang_flags.py.\n"
               "# Do not edit by hand: rerun the script when the pin changes. tests/test_sglang_args.py parses every\n"
               "# rendered command with it.\n")
-    OUT.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120, default_flow_style=None), encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)}: {len({e['dest'] for e in flags.values()})} options, "
+    args.out.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120, default_flow_style=None),
+                        encoding="utf-8")
+    print(f"wrote {args.out}: {len({e['dest'] for e in flags.values()})} options, "
           f"{len(flags)} option strings, {len(unread)} choice lists not read")
 
 

@@ -4,6 +4,7 @@ scripts/build_sglang_flags.py: the wheel's parser needs torch and friends, so it
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,20 @@ def test_an_empty_api_key_is_refused_for_an_sglang_stack_too() -> None:
                                          catalog=load_catalog(), api_key=" "))
     lines = [p for p in report.problems if p.rule == "api-key-empty"]
     assert lines and "SGLang serves every route unauthenticated" in lines[0].message
+
+
+@pytest.mark.skipif(not os.environ.get("LLMCAP_SGLANG_WHEEL_DIR"),
+                    reason="set LLMCAP_SGLANG_WHEEL_DIR to an unpacked sglang wheel of the pinned version (and "
+                           "PYTHONPATH to a folder holding msgspec) to check the flags file against it")
+def test_the_flags_file_is_what_the_pinned_wheel_declares(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    pinned = settings.sglang_flags()
+    out = tmp_path / "flags.yaml"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "build_sglang_flags.py"),
+                    os.environ["LLMCAP_SGLANG_WHEEL_DIR"], "--version", pinned["sglang_version"].lstrip("v"),
+                    "--as-of", pinned["as_of"], "--out", str(out)], check=True, capture_output=True, text=True)
+    assert yaml.safe_load(out.read_text(encoding="utf-8")) == pinned
