@@ -49,14 +49,16 @@ def choose(workload: WorkloadSpec, plans: dict[str, Plan], failures: dict[str, N
         other = plans[e].totals.all_in_usd_per_month
         if e == best_engine:
             runner = [plans[o].totals.all_in_usd_per_month for o in plans if o != e]
-            why = (f"cheapest: {min(runner) / cost - 1:.1%} below the next engine's all-in cost" if runner and cost
-                   else "the only engine with a feasible plan")
-            if runner and min(runner) == cost:
-                why = "as cheap as the next engine, with the higher goodput per replica"
+            if not runner:
+                why = "the only engine with a feasible plan"
+            elif min(runner) == cost:
+                why = "tied on cost; more goodput per replica"
+            else:
+                why = f"cheapest; the next engine costs {min(runner) / cost - 1:.0%} more all-in"
             rows.append(row.model_copy(update={"chosen": True, "why": why}))
         else:
-            why = (f"{other / cost - 1:.1%} dearer all-in than {best_engine}" if other > cost
-                   else f"as cheap as {best_engine}, with less goodput per replica")
+            why = (f"{other / cost - 1:.0%} dearer all-in than {best_engine}" if other > cost
+                   else f"tied with {best_engine}; less goodput per replica")
             rows.append(row.model_copy(update={"why": why}))
     chosen_line = next(r for r in rows if r.chosen)
     return best.model_copy(update={

@@ -212,7 +212,7 @@ def engine_rows(plan: Plan) -> list[list[str]]:
 
 ENGINE_HEADERS = ["engine", "GPU", "instance", "precision", "TP", "GPUs", "goodput tok/s/replica", "GPU $/month",
                   "all-in $/month", "$/1M out", "why"]
-ENGINE_NARROW = [0, 1, 4, 5, 8, 10]
+ENGINE_NARROW = [0, 1, 5, 6, 8, 10]  # engine, GPU, GPUs, goodput, all-in, why
 
 
 def skipped_line(plan: Plan) -> str | None:
