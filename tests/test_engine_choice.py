@@ -58,3 +58,13 @@ def test_no_engine_feasible_raises_the_first_engines_reasons() -> None:
     stack = load_stack(ROOT / "stacks" / "Pulumi.engines.yaml", ["workload.slo.itl_p95_ms=0.5"])
     with pytest.raises(NoFeasiblePlanError):
         plan_stack(replace(stack), goodput_scale=None)
+
+
+def test_a_switch_of_engine_shows_in_the_cost_diff() -> None:
+    from sizing.analysis.diff import diff_plans
+
+    d = diff_plans(_plan("vllm", 5.0), _plan("sglang", 5.0), "main", "pr")
+    s = d.stacks[0]
+    assert s.before is not None and s.after is not None
+    assert not any("sglang" in p for p in s.before.pools) and any(p.endswith(", sglang)") for p in s.after.pools)
+    assert s.status != "unchanged"
