@@ -33,9 +33,9 @@ def _pod_specs(workload: dict) -> list[tuple[str, dict, bool]]:
     return [("leader", t["leaderTemplate"]["spec"], True), ("worker", t["workerTemplate"]["spec"], False)]
 
 
-# the fast run validates a Deployment stack (dev) and a LeaderWorkerSet one (llama405b); CI all six
-@pytest.mark.parametrize("stack_id", [s if s in ("dev", "llama405b") else pytest.param(s, marks=pytest.mark.slow)
-                                      for s in STACK_IDS])
+# the fast run validates a Deployment stack (dev), a LeaderWorkerSet one (llama405b) and an SGLang one; CI all
+@pytest.mark.parametrize("stack_id", [s if s in ("dev", "llama405b", "sglang") else
+                                      pytest.param(s, marks=pytest.mark.slow) for s in STACK_IDS])
 def test_builtin_objects_validate_against_openapi_schema(stack_id: str) -> None:
     problems = []
     for obj in objects(stack_id):
