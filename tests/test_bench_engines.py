@@ -115,3 +115,12 @@ def test_calibrate_feeds_each_engine_into_its_own_overlay_entry(tmp_path: Path,
     v, s = ov.entry("L4", "vllm", model), ov.entry("L4", "sglang", model)
     assert v is not None and v.goodput_scale == pytest.approx(0.7)
     assert s is not None and s.goodput_scale == pytest.approx(0.9)
+
+
+def test_a_goodput_no_heavier_run_missed_is_shown_as_a_lower_bound(two: tuple[FakeServer, FakeServer],
+                                                                    tmp_path: Path) -> None:
+    vllm, sglang = two
+    code, stdout, stderr = run("bench", "--endpoint", f"vllm={vllm.url}", "--endpoint", f"sglang={sglang.url}",
+                               "--stack", str(write_stack(tmp_path)), "--concurrency", "1", "--duration", "0.4")
+    assert code == 0, stderr
+    assert "≥ " in stdout and "bench heavier loads" in stdout

@@ -108,12 +108,16 @@ def predicted(s: Side) -> dict[str, float] | None:
             "ttft_p95_ms": r.ttft_p95_ms, "itl_p95_ms": r.itl_p95_ms}
 
 
-def measured_goodput_per_replica(s: Side, under_test: float | None) -> float | None:
-    """The best SLO-meeting run's output tokens/s per replica behind the endpoint (None: no run met it)."""
-    meeting = [r for r in s.results.runs if r.meets_slo] if s.results is not None else []
+def measured_goodput_per_replica(s: Side, under_test: float | None) -> tuple[float | None, bool]:
+    """The best SLO-meeting run's output tokens/s per replica behind the endpoint (None: no run met it), and
+    whether a heavier run missed the SLO (else the figure is only a lower bound of the goodput)."""
+    runs = s.results.runs if s.results is not None else []
+    meeting = [r for r in runs if r.meets_slo]
     if not meeting:
-        return None
-    return max(r.output_tokens_per_s for r in meeting) / (under_test or 1.0)
+        return None, False
+    best = max(meeting, key=lambda r: r.output_tokens_per_s)
+    saturated = any(not r.meets_slo and r.load > best.load for r in runs)
+    return best.output_tokens_per_s / (under_test or 1.0), saturated
 
 
 def _f(v: float | None, digits: int = 0) -> str:
@@ -151,17 +155,22 @@ def print_side_by_side(sides: list[Side], st: Stack, under_test: float | None) -
         v.add_column(col, justify="left" if col in ("endpoint", "planned engine") else "right")
     for s in sides:
         pred = predicted(s)
-        meas = measured_goodput_per_replica(s, under_test)
+        meas, saturated = measured_goodput_per_replica(s, under_test)
         planned_run = s.results.planned_run() if s.results is not None and s.results.runs else None
         engine = s.plan.pools[0].engine if s.plan is not None else "–"
         ratio = meas / pred["goodput_output_tokens_per_s_per_replica"] if meas and pred and \
             pred["goodput_output_tokens_per_s_per_replica"] else None
         ttft = (planned_run.ttft_ms.p95 if planned_run else None, pred["ttft_p95_ms"] if pred else None)
-        v.add_row(s.name, engine, _f(meas), _f(pred["goodput_output_tokens_per_s_per_replica"]) if pred else "–",
-                  _f(ratio, 2), f"{_f(ttft[0])} / {_f(ttft[1])}",
+        bound = "" if saturated or meas is None else "≥ "  # no heavier run missed the SLO: a lower bound
+        v.add_row(s.name, engine, bound + _f(meas),
+                  _f(pred["goodput_output_tokens_per_s_per_replica"]) if pred else "–",
+                  bound + _f(ratio, 2), f"{_f(ttft[0])} / {_f(ttft[1])}",
                   f"{_f(planned_run.itl_ms.p95 if planned_run else None, 1)} / "
                   f"{_f(pred['itl_p95_ms'] if pred else None, 1)}")
     c.print(v)
+    if any(m is not None and not sat for m, sat in (measured_goodput_per_replica(s, under_test) for s in sides)):
+        c.print("≥: every run met the SLO, so the goodput is at least this; bench heavier loads to find it",
+                highlight=False)
     for s in sides:
         if s.error:
             c.print(f"error: {s.name} ({s.url}): {s.error}", highlight=False)
