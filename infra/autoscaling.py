@@ -1,6 +1,7 @@
-"""Autoscaling on queue depth, not CPU: one KEDA ScaledObject per pool on the Prometheus series
-`vllm:num_requests_waiting` (the regex also accepts the OpenTelemetry-normalised name
-`vllm_num_requests_waiting`). min = the plan's replicas, max = the pool's replicas_max.
+"""Autoscaling on queue depth, not CPU: one KEDA ScaledObject per pool on the Prometheus series of its
+engine's waiting requests (infra/engines.py: vLLM `vllm:num_requests_waiting`, SGLang `sglang:num_queue_reqs`;
+the regexes also accept the OpenTelemetry-normalised names). min = the plan's replicas, max = the pool's
+replicas_max.
 No pulumi import."""
 
 from __future__ import annotations
@@ -9,17 +10,17 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from infra import settings
+from infra.engines import engine_of
 from infra.k8s_common import POOL_METRIC_LABEL, PROMETHEUS_URL, meta, serving_labels, serving_name
 
 if TYPE_CHECKING:
     from sizing.plan import Plan, Pool
 
 KEDA_API_VERSION = "keda.sh/v1alpha1"
-WAITING = 'vllm:num_requests_waiting|vllm_num_requests_waiting'
 
 
 def queue_query(namespace: str, pool: Pool) -> str:
-    return (f'sum({{__name__=~"{WAITING}", namespace="{namespace}", '
+    return (f'sum({{__name__=~"{engine_of(pool).waiting_metric}", namespace="{namespace}", '
             f'{POOL_METRIC_LABEL}="{pool.name}"}})')
 
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from infra import settings
+from infra import settings, sglang_args
+from infra.engines import SGLANG, engine_of
 from infra.k8s_common import RUN_AS_UID
 from infra.serving import startup_budget_s
 from infra.vllm_args import ModelSource, check_args, serve_args
@@ -40,6 +41,14 @@ RUN_AS = f"{RUN_AS_UID}:{RUN_AS_UID}"  # the UID/GID the EKS pods use too
 DATA_DIR = "/data"  # the one writable volume: Hugging Face cache and HOME (vLLM/torch caches)
 API_KEY_REQUIRED = ("${VLLM_API_KEY:?set VLLM_API_KEY in .env to a random key (openssl rand -hex 32); "
                     "an empty key turns vLLM's auth off}")
+# SGLang reads its key only from --api-key, and serves unauthenticated when it is empty (sglang 0.5.23
+# entrypoints/http_server.py: the key middleware is added only `if get_serving().api_key ...`)
+SGLANG_API_KEY_REQUIRED = ("${SGLANG_API_KEY:?set SGLANG_API_KEY in .env to a random key (openssl rand -hex 32); "
+                           "an empty key turns SGLang's auth off}")
+# the key reaches SGLang's argv from the container's environment, not from the compose file (`$$` is a
+# literal `$` to Compose's interpolation; the shell expands it at start)
+SGLANG_ENTRYPOINT = ["/bin/sh", "-c",
+                     f'exec {" ".join(sglang_args.COMMAND)} "$$@" --api-key "$${sglang_args.API_KEY_ENV}"', "sglang"]
 _REQUIRED_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\?([^}]*)\}")
 
 
@@ -64,6 +73,16 @@ def single_server_pool(plan: Plan) -> Pool:
     return pool
 
 
+def sglang_command(pool: Pool) -> list[str]:
+    """SGLang's flags; the plan's replicas on one server are its data-parallel ranks (`--dp`, the unique
+    prefix of --dp-size in 0.5.23's parser) behind one API server."""
+    args = sglang_args.serve_args(pool, ModelSource(path=pool.vllm.model), PORT, api_key=None)
+    if pool.replicas_per_instance > 1:
+        args += ["--dp", str(pool.replicas_per_instance)]
+        sglang_args.check_args(args)
+    return args
+
+
 def vllm_command(pool: Pool) -> list[str]:
     args = serve_args(pool, ModelSource(path=pool.vllm.model), PORT)
     if pool.replicas_per_instance > 1:
@@ -78,10 +97,12 @@ def build(plan: Plan, pins: ImagePins) -> ComposeFiles:
     pool = single_server_pool(plan)
     start_period_s = startup_budget_s(pool)
     hc, obs = settings.policy().compose_healthcheck, settings.policy().observability
+    engine = engine_of(pool)
+    sglang = engine is SGLANG
     vllm = {
-        "image": pins.image("vllm").ref,
-        "entrypoint": ["vllm", "serve"],
-        "command": vllm_command(pool),
+        "image": pins.image(engine.image_key).ref,
+        "entrypoint": SGLANG_ENTRYPOINT if sglang else ["vllm", "serve"],
+        "command": sglang_command(pool) if sglang else vllm_command(pool),
         "ipc": "host",  # PyTorch shares tensors between processes through /dev/shm
         "env_file": [ENV_FILE],  # HF_TOKEN for gated models
         "user": RUN_AS,
@@ -89,7 +110,8 @@ def build(plan: Plan, pins: ImagePins) -> ComposeFiles:
         # `:?` stops `docker compose up` while the key is unset OR empty: vLLM 0.33.0 drops an empty
         # key and serves every route unauthenticated (vllm/entrypoints/serve/middleware/register.py:
         # `if tokens := [key for key in (args.api_key or [envs.VLLM_API_KEY]) if key]:`)
-        "environment": {"VLLM_API_KEY": API_KEY_REQUIRED, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+        "environment": {engine.api_key_env: SGLANG_API_KEY_REQUIRED if sglang else API_KEY_REQUIRED,
+                        **dict(engine.telemetry_env),
                         "HOME": f"{DATA_DIR}/home", "HF_HOME": f"{DATA_DIR}/huggingface",
                         # torch's cache paths call getpass.getuser(); UID 10001 has no passwd entry
                         "USER": "vllm"},
@@ -113,26 +135,27 @@ def build(plan: Plan, pins: ImagePins) -> ComposeFiles:
         "command": ["--config.file=/etc/prometheus/prometheus.yml", f"--storage.tsdb.retention.time={obs.retention}"],
         "volumes": ["./prometheus.yml:/etc/prometheus/prometheus.yml:ro", "prometheus-data:/prometheus"],
         "ports": ["127.0.0.1:9090:9090"],  # metrics stay on the host unless you publish them
-        "depends_on": ["vllm"],
+        "depends_on": [engine.name],
         "restart": "unless-stopped",
     }
     volume_init = {
-        "image": pins.image("vllm").ref,
+        "image": pins.image(engine.image_key).ref,
         "user": "0:0",
         "entrypoint": [],
         "command": ["chown", "-R", RUN_AS, DATA_DIR],
         "volumes": [f"hf-cache:{DATA_DIR}"],
         "restart": "no",
     }
-    compose = {"services": {"volume-init": volume_init, "vllm": vllm, "prometheus": prometheus},
+    compose = {"services": {"volume-init": volume_init, engine.name: vllm, "prometheus": prometheus},
                "volumes": {"hf-cache": {}, "prometheus-data": {}}}
     scrape = {"global": {"scrape_interval": obs.scrape_interval},
-              "scrape_configs": [{"job_name": "vllm", "metrics_path": "/metrics",
-                                  "static_configs": [{"targets": [f"vllm:{PORT}"],
+              "scrape_configs": [{"job_name": engine.name, "metrics_path": "/metrics",
+                                  "static_configs": [{"targets": [f"{engine.name}:{PORT}"],
                                                       "labels": {"pool": pool.name}}]}]}
-    env = ("# Copy to .env and fill in. `docker compose up` refuses to start while VLLM_API_KEY is empty\n"
-           "# (vLLM would serve without auth). Generate one: openssl rand -hex 32\n"
-           "VLLM_API_KEY=\n"
+    key, who = engine.api_key_env, "SGLang" if sglang else "vLLM"
+    env = (f"# Copy to .env and fill in. `docker compose up` refuses to start while {key} is empty\n"
+           f"# ({who} would serve without auth). Generate one: openssl rand -hex 32\n"
+           f"{key}=\n"
            f"# The address the API port is published on; 0.0.0.0 exposes it to the network.\n"
            f"# {BIND_ADDRESS_VAR}=127.0.0.1\n"
            "# A Hugging Face token with access to the model (gated models such as Llama need one).\n"
@@ -142,7 +165,7 @@ def build(plan: Plan, pins: ImagePins) -> ComposeFiles:
               f"({pool.gpus_per_instance} × {pool.gpu}).\n"
               f"# This server runs {pool.replicas_per_instance} of the plan's {pool.replicas} replicas; the "
               f"plan's demand needs {instances} such servers.\n"
-              f"# Before `docker compose up -d`: cp .env.example .env and set VLLM_API_KEY (and HF_TOKEN).\n")
+              f"# Before `docker compose up -d`: cp .env.example .env and set {key} (and HF_TOKEN).\n")
     return ComposeFiles(compose=compose, prometheus=scrape, env_example=env, header=header)
 
 

@@ -7,7 +7,7 @@ with their sources: node allocatable (sizing/planning/allocatable.py: node_alloc
 checkpoint sizes (sizing/perf/checkpoint.py: checkpoints.csv), EKS-disallowed AZ IDs
 (infra/data/eks_disallowed_az_ids.csv), LWS placement (kubernetes-sigs/lws).
 
-Rules: api-key-empty, served-model-mismatch, requests-exceed-allocatable, gpus-exceed-node,
+Rules: api-key-empty, engine-not-deployable, served-model-mismatch, requests-exceed-allocatable, gpus-exceed-node,
 storage-below-checkpoint, cluster-subnet-disallowed-az, lws-exclusive-topology, pdb-exceeds-runnable,
 node-group-max-below-surge, max-num-seqs-below-concurrency, capacity-below-demand.
 """
@@ -24,7 +24,7 @@ from infra.fit import FitContext, FitProblem, fit_row, fit_rule
 from infra.k8s_common import cache_size_limit
 from infra.names import NAMESPACE, SERVING_SERVICE_ACCOUNT, served_checkpoints, weights_prefix
 from infra.platform import load_platform
-from infra.serving import ServingContext, disruption_budget, gpus_per_pod, workload
+from infra.serving import ServingContext, disruption_budget, gpus_per_pod, model_path_of, workload
 from infra.serving_context import serving_context
 from infra.weights import MODEL_DIR, WeightsLocation
 from sizing.catalog.platform import number
@@ -41,6 +41,8 @@ SRC_LWS = "kubernetes-sigs/lws pkg/webhooks/pod_webhook.go SetExclusiveAffinitie
 SRC_PDB = "Kubernetes PodDisruptionBudget: an eviction is refused while fewer than minAvailable pods would remain"
 SRC_VLLM_KEY = ("vLLM 0.33.0 vllm/entrypoints/serve/middleware/register.py: an empty key is dropped and "
                 "no AuthenticationMiddleware is added")
+SRC_SGLANG_KEY = ("sglang 0.5.23 sglang/srt/entrypoints/http_server.py: the API-key middleware is added only "
+                  "`if get_serving().api_key or ...`, so an empty --api-key serves every route")
 SRC_EMPTYDIR = "Kubernetes emptyDir sizeLimit: the kubelet evicts a pod whose emptyDir exceeds it"
 SRC_PLAN = "llmcap plan consistency (issue 18 item 7)"
 BUCKET_PLACEHOLDER = "weights-bucket"
@@ -74,7 +76,11 @@ def pool_views(fit: FitContext) -> list[PoolView]:
     views = []
     hosts = {ckpt: next(p.name for p in fit.plan.pools if p.vllm.model == ckpt)
              for ckpt in served_checkpoints(fit.plan.pools)}
+    from infra.engines import ENGINES
+
     for pool in fit.plan.pools:
+        if pool.engine not in ENGINES:
+            continue  # engine-not-deployable says so; there is no pod to check
         ctx = _ctx(fit, pool)
         w = workload(pool, ctx)
         if w["kind"] == "Deployment":
@@ -170,9 +176,12 @@ def _subnet_azs(fit: FitContext) -> tuple[list[str], dict[str, tuple[str, ...]]]
 @fit_rule("api-key-empty")
 def api_key_empty(fit: FitContext) -> Iterator[FitProblem]:
     if fit.api_key is not None and not fit.api_key.strip():
+        engines = sorted({p.engine for p in fit.plan.pools})
+        who = " and ".join({"vllm": "vLLM", "sglang": "SGLang"}.get(e, e) for e in engines)
+        src = SRC_VLLM_KEY if engines == ["vllm"] else f"{SRC_VLLM_KEY}; {SRC_SGLANG_KEY}"
         yield FitProblem("api-key-empty", "llmcap:api_key",
-                         "is empty, and vLLM serves every route unauthenticated with an empty key; set one with "
-                         "`pulumi config set --secret llmcap:api_key \"$(openssl rand -hex 32)\"`", SRC_VLLM_KEY)
+                         f"is empty, and {who} serves every route unauthenticated with an empty key; set one with "
+                         "`pulumi config set --secret llmcap:api_key \"$(openssl rand -hex 32)\"`", src)
 
 
 @fit_rule("served-model-mismatch")
@@ -189,11 +198,12 @@ def served_model_mismatch(fit: FitContext) -> Iterator[FitProblem]:
         for role, pod in v.pods:
             args = pod["containers"][0]["args"]
             sync = [c for c in pod.get("initContainers", []) if c.get("name") == "weights-sync"]
-            reads = " ".join(sync[0]["command"]) if sync and args[0] == MODEL_DIR else args[0]
+            path = model_path_of(p, args)
+            reads = " ".join(sync[0]["command"]) if sync and path == MODEL_DIR else path
             if prefix not in reads:
                 yield FitProblem("served-model-mismatch", p.name,
                                  f"{role} pod loads {reads!r}, not the pool's checkpoint {p.vllm.model}; the copy Job, "
-                                 "the S3 prefix and vllm serve must use pool.vllm.model", "issue 14 defect 1")
+                                 "the S3 prefix and the engine's command must use pool.vllm.model", "issue 14 defect 1")
 
 
 @fit_rule("requests-exceed-allocatable")
@@ -349,12 +359,27 @@ SRC_VLLM_SCHEDULER = "vllm 0.33.0 wheel, vllm/config/scheduler.py SchedulerConfi
 @fit_rule("vllm-flags-rejected")
 def vllm_flags_rejected(fit: FitContext) -> Iterator[FitProblem]:
     for p in fit.plan.pools:
+        if p.engine != "vllm":
+            continue  # SGLang takes --chunked-prefill-size below --max-running-requests
         v = p.vllm
         if v.max_num_batched_tokens < v.max_num_seqs:
             yield FitProblem("vllm-flags-rejected", p.name,
                              f"--max-num-batched-tokens {v.max_num_batched_tokens:,} is below --max-num-seqs "
                              f"{v.max_num_seqs:,}, which vLLM refuses at start; re-plan (llmcap plan --write)",
                              SRC_VLLM_SCHEDULER)
+
+
+@fit_rule("engine-not-deployable")
+def engine_not_deployable(fit: FitContext) -> Iterator[FitProblem]:
+    """The planner models TensorRT-LLM's performance, but llmcap deploys only vLLM and SGLang pools."""
+    from infra.engines import ENGINES
+
+    for p in fit.plan.pools:
+        if p.engine not in ENGINES:
+            yield FitProblem("engine-not-deployable", p.name,
+                             f"the plan runs {p.engine}, which llmcap plans but does not deploy; set "
+                             f"llmcap:workload.engine to {' or '.join(ENGINES)} (or a list of them) and re-plan",
+                             "infra/engines.py ENGINES")
 
 
 @fit_rule("capacity-below-demand")

@@ -1,8 +1,8 @@
 """Metrics: a PodMonitor (Prometheus Operator, from the pinned kube-prometheus-stack) scraping
 every vLLM pod's /metrics, and a Grafana dashboard ConfigMap that the chart's dashboard sidecar
 loads: measured TTFT, ITL, queue depth, KV-cache usage and tokens/s beside the plan's predicted
-TTFT p95, ITL p95 and goodput as constant lines. Queries accept the old and new vLLM metric
-names. No pulumi import."""
+TTFT p95, ITL p95 and goodput as constant lines. Each pool's panels query its engine's series: vLLM's
+(old and new names) or SGLang's (`--enable-metrics`). No pulumi import."""
 
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ WAITING = "vllm:num_requests_waiting|vllm_num_requests_waiting"
 RUNNING = "vllm:num_requests_running|vllm_num_requests_running"
 KV_USAGE = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
 GEN_TOKENS = "vllm:generation_tokens_total|vllm_generation_tokens_total"
+# SGLang 0.5.23's series for the same panels (sglang/srt/observability/metrics_collector.py: histograms
+# sglang:time_to_first_token_seconds and sglang:inter_token_latency_seconds, gauges sglang:num_queue_reqs,
+# sglang:num_running_reqs and sglang:token_usage (the KV pool's used share), counter sglang:generation_tokens_total)
+SERIES = {
+    "vllm": {"ttft": TTFT, "itl": ITL, "waiting": WAITING, "running": RUNNING, "kv": KV_USAGE, "gen": GEN_TOKENS},
+    "sglang": {"ttft": "sglang:time_to_first_token_seconds_bucket", "itl": "sglang:inter_token_latency_seconds_bucket",
+               "waiting": "sglang:num_queue_reqs", "running": "sglang:num_running_reqs", "kv": "sglang:token_usage",
+               "gen": "sglang:generation_tokens_total"},
+}
 
 
 def kube_prometheus_values(prometheus_requests: dict[str, str], node_exporter: dict[str, Any]) -> dict[str, Any]:
@@ -93,19 +102,20 @@ def pool_panels(pool: Pool, namespace: str, first_id: int, y: int) -> list[dict[
         return f"1000 * histogram_quantile(0.95, sum by (le) (rate({_sel(names, ns, pool)}[5m])))"
 
     p = pool.name
+    m = SERIES.get(pool.engine, SERIES["vllm"])
+    waiting, running, kv, gen = (_sel(m[k], ns, pool) for k in ("waiting", "running", "kv", "gen"))
     return [
         _panel(first_id, f"{p}: TTFT p95", "ms",
-               [(q95(TTFT), "measured p95"), (f"vector({r.ttft_p95_ms:g})", "plan p95")], 0, y),
+               [(q95(m["ttft"]), "measured p95"), (f"vector({r.ttft_p95_ms:g})", "plan p95")], 0, y),
         _panel(first_id + 1, f"{p}: inter-token latency p95", "ms",
-               [(q95(ITL), "measured p95"), (f"vector({r.itl_p95_ms:g})", "plan p95")], 8, y),
+               [(q95(m["itl"]), "measured p95"), (f"vector({r.itl_p95_ms:g})", "plan p95")], 8, y),
         _panel(first_id + 2, f"{p}: queue depth", "short",
-               [(f"sum({_sel(WAITING, ns, pool)})", "waiting"), (f"sum({_sel(RUNNING, ns, pool)})", "running"),
+               [(f"sum({waiting})", "waiting"), (f"sum({running})", "running"),
                 (f"vector({r.planned_concurrency * pool.replicas:g})", "plan concurrency")], 16, y),
         _panel(first_id + 3, f"{p}: KV-cache usage", "percentunit",
-               [(f"avg({_sel(KV_USAGE, ns, pool)})", "mean over replicas"),
-                (f"max({_sel(KV_USAGE, ns, pool)})", "busiest replica")], 0, y + 8),
+               [(f"avg({kv})", "mean over replicas"), (f"max({kv})", "busiest replica")], 0, y + 8),
         _panel(first_id + 4, f"{p}: output tokens/s", "short",
-               [(f"sum(rate({_sel(GEN_TOKENS, ns, pool)}[1m]))", "measured"),
+               [(f"sum(rate({gen}[1m]))", "measured"),
                 (f"vector({r.goodput_output_tokens_per_s * pool.replicas:g})", "plan goodput (planned replicas)"),
                 (f"vector({r.planned_output_tokens_per_s * pool.replicas:g})", "plan load")], 8, y + 8),
     ]
@@ -115,8 +125,10 @@ def dashboard(plan: Plan, namespace: str) -> dict[str, Any]:
     panels: list[dict[str, Any]] = []
     for i, pool in enumerate(plan.pools):
         panels += pool_panels(pool, namespace, first_id=1 + 10 * i, y=16 * i)
-    return {"uid": f"llmcap-{plan.stack}"[:40], "title": f"llmcap {plan.stack}: vLLM predicted vs actual",
-            "tags": ["llmcap", "vllm"], "schemaVersion": 39, "editable": False, "refresh": "30s",
+    engines = sorted({p.engine for p in plan.pools})
+    names = " + ".join({"vllm": "vLLM", "sglang": "SGLang"}.get(e, e) for e in engines)
+    return {"uid": f"llmcap-{plan.stack}"[:40], "title": f"llmcap {plan.stack}: {names} predicted vs actual",
+            "tags": ["llmcap", *engines], "schemaVersion": 39, "editable": False, "refresh": "30s",
             "time": {"from": "now-6h", "to": "now"}, "panels": panels}
 
 

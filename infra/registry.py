@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sizing.deployment import DeploymentOptions
 
 # the images llmcap sets in its own manifests (chart images are set per chart, infra/addons.py)
-CLUSTER_IMAGES = ("vllm", "router", "aws_cli")
+CLUSTER_IMAGES = ("vllm", "router", "aws_cli", "sglang")
 
 
 def cache_host(account_id: str, region: str) -> str:
@@ -63,6 +63,7 @@ class ImageRefs:
     vllm: str
     router: str
     aws_cli: str
+    sglang: str
 
     @staticmethod
     def through(host: str, pins: ImagePins) -> ImageRefs:

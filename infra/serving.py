@@ -1,5 +1,5 @@
-"""vLLM serving objects per plan pool: a Deployment (single-node replicas) or a LeaderWorkerSet
-(multi-node replicas), and a PodDisruptionBudget. Every figure comes from the Plan; policy
+"""Serving objects per plan pool (vLLM or SGLang, infra/engines.py): a Deployment (single-node replicas)
+or a LeaderWorkerSet (multi-node replicas), and a PodDisruptionBudget. Every figure comes from the Plan; policy
 constants from infra/data/serving.yaml. No pulumi import.
 """
 
@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from infra import settings
+from infra import settings, sglang_args, vllm_args
+from infra.engines import SGLANG, engine_of, image_of
 from infra.k8s_common import (
     API_KEY_SECRET,
     API_KEY_SECRET_KEY,
@@ -24,7 +25,7 @@ from infra.k8s_common import (
 )
 from infra.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from infra.registry import ImageRefs
-from infra.vllm_args import ModelSource, MultiNode, serve_args
+from infra.vllm_args import ModelSource, MultiNode
 
 if TYPE_CHECKING:
     from sizing.plan import Pool
@@ -48,6 +49,20 @@ class ServingContext:
     before_engine_s: float  # node boot, image pull (and the S3 sync) before the vLLM container starts, s
     # where the images come from (the pull-through cache or the user's registry; infra/registry.py)
     images: ImageRefs = field(default_factory=ImageRefs.upstream)
+
+
+def serve_args(pool: Pool, source: ModelSource, port: int, multi_node: MultiNode | None = None) -> list[str]:
+    """The pool's engine's arguments after its command, checked against the pinned release's parser."""
+    if engine_of(pool) is SGLANG:
+        return sglang_args.serve_args(pool, source, port, multi_node)
+    return vllm_args.serve_args(pool, source, port, multi_node)
+
+
+def model_path_of(pool: Pool, args: list[str]) -> str:
+    """The weights path a rendered command line loads: vLLM's positional model, SGLang's --model-path."""
+    if engine_of(pool) is SGLANG:
+        return args[args.index("--model-path") + 1]
+    return args[0]
 
 
 def gpus_per_pod(pool: Pool) -> int:
@@ -156,15 +171,15 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     port = s.vllm_port
     gpus = str(gpus_per_pod(pool))
     mode = ctx.weights_mode
+    engine = engine_of(pool)
     env = [
-        secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_SECRET_KEY),
+        secret_env(engine.api_key_env, API_KEY_SECRET, API_KEY_SECRET_KEY),
         {"name": "HOME", "value": HOME},
         # the non-root UID has no passwd entry; torch's cache paths call getpass.getuser(), which reads USER first
         {"name": "USER", "value": "vllm"},
         {"name": "AWS_REGION", "value": ctx.region},
         {"name": "HF_HUB_OFFLINE", "value": "1"},  # weights come from our bucket, never the hub
-        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
-        {"name": "DO_NOT_TRACK", "value": "1"},
+        *({"name": k, "value": v} for k, v in engine.telemetry_env),
     ]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "home", "mountPath": HOME}]
     volumes: list[dict[str, Any]] = [
@@ -172,9 +187,9 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         {"name": "home", "emptyDir": {"sizeLimit": s.home.size_limit}},  # torch.compile, Triton and FlashInfer caches
     ]
     container: dict[str, Any] = {
-        "name": "vllm",
-        "image": ctx.images.vllm,
-        "command": ["vllm", "serve"],
+        "name": engine.name,
+        "image": image_of(pool, ctx.images),
+        "command": list(engine.command),
         "args": args,
         "env": env,
         # CPU and memory are the node's allocatable share per replica, as the plan sized them

@@ -263,3 +263,13 @@ def parse_policy(doc: dict[str, Any], path: Path) -> ServingPolicy:
 
 def vllm_flags() -> dict[str, Any]:
     return _load("vllm_flags.yaml")
+
+
+def sglang_flags() -> dict[str, Any]:
+    """Every option of the pinned SGLang release's launch_server (scripts/build_sglang_flags.py)."""
+    return _load("sglang_flags.yaml")
+
+
+def sglang_values() -> dict[str, Any]:
+    """Plan values -> SGLang's names for them (infra/data/sglang_values.yaml)."""
+    return _load("sglang_values.yaml")

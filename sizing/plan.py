@@ -15,7 +15,9 @@ from sizing.spec import HardwareSpec, WorkloadSpec
 # 2 (issue 14): model_cache_gib_per_node is the WHOLE checkpoint + headroom on every node (was the
 # stage's share), checkpoint_gib the checkpoint pool.vllm.model really is, root_volume_gib excludes the
 # cache on instance-store nodes, requests come from the node-allocatable model; checkpoint_revision added.
-SCHEMA_VERSION = 2
+# 3 (issue 29): Pool.engine (the engine its pods run: vllm | sglang) and Plan.engines (the best plan of each
+# engine the workload allows, and why one was chosen); plans saved at 2 load with engine vllm and no engines.
+SCHEMA_VERSION = 3
 
 
 class _M(BaseModel):
@@ -23,7 +25,9 @@ class _M(BaseModel):
 
 
 class VllmSettings(_M):
-    """Engine settings for one pool; infra/ maps them to vLLM flags in one place."""
+    """Engine settings for one pool; infra/ maps them to the pool's engine flags in one place
+    (infra/vllm_args.py for vLLM; infra/sglang_args.py for SGLang: max_num_seqs is --max-running-requests,
+    max_num_batched_tokens --chunked-prefill-size, gpu_memory_utilization --mem-fraction-static)."""
 
     model: str  # the Hugging Face id to serve
     served_model_name: str
@@ -37,6 +41,9 @@ class VllmSettings(_M):
     kv_cache_dtype: str = "auto"
     enable_prefix_caching: bool = True
     dtype: str = "auto"
+    # SGLang --schedule-policy (None for vLLM, whose default FCFS the simulation models): fcfs, or lpm (longest
+    # prefix match) when the workload reuses prefixes (infra/data/sglang_values.yaml)
+    schedule_policy: str | None = None
 
 
 class PerReplica(_M):
@@ -111,6 +118,7 @@ class Pool(_M):
     cpu_millicores_per_replica: int = 0  # pod CPU request: the node's allocatable vCPUs split between its replicas
     memory_mib_per_replica: int = 0  # pod memory request, likewise (per node for a multi-node replica)
     goodput_scale: float = 1.0  # measured ÷ predicted goodput from the user's calibration overlay (1: none)
+    engine: str = "vllm"  # the serving engine its pods run (llmcap:workload.engine; the chosen one of a list)
     vllm: VllmSettings
     per_replica: PerReplica
 
@@ -168,6 +176,26 @@ class Alternative(_M):
     why_not_chosen: str
 
 
+class EngineChoice(_M):
+    """The cheapest plan of one engine the workload allows (llmcap:workload.engine as a list), beside
+    the others: what it would deploy and cost, and whether it was chosen."""
+
+    engine: str
+    feasible: bool
+    chosen: bool = False
+    gpu: str = ""
+    instance_type: str = ""
+    precision: str = ""
+    tensor_parallel: int = 0
+    replicas: int = 0
+    gpus: int = 0
+    goodput_output_tokens_per_s_per_replica: float = 0.0
+    usd_per_month: float | None = None  # GPU instances at desired size
+    all_in_usd_per_month: float | None = None
+    usd_per_million_output_tokens: float | None = None  # GPU only, at planned load
+    why: str  # why it was chosen, or why not (dearer by how much, or why no plan of it is feasible)
+
+
 class Rejection(_M):
     gpu: str
     instance_type: str
@@ -214,6 +242,7 @@ class Plan(_M):
     cost_lines: list[CostLine] = Field(default_factory=list)
     api_comparison: list[ApiComparison] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)
+    engines: list[EngineChoice] = Field(default_factory=list)  # one per allowed engine when several are allowed
     rejections: list[Rejection] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)

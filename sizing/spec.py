@@ -183,7 +183,9 @@ class WorkloadSpec(_Strict):
     max_context_tokens: int | None = Field(default=None, gt=0, le=10_000_000,
                                            description="vLLM --max-model-len; default the model's context limit "
                                                        "within the KV cache, at least prompt p95 + output p95")
-    engine: Engine = Field(default="vllm", description="serving engine the performance model assumes")
+    engine: Engine | list[Engine] = Field(
+        default="vllm", description="serving engine, or the engines the user accepts: the planner plans each with "
+                                    "its own performance model and flags and deploys the cheapest that meets the SLO")
     weights_source: str | None = Field(
         default=None, min_length=1, max_length=500,
         description="where the weights come from: a Hugging Face id or an s3:// URI; required to render or "
@@ -199,6 +201,16 @@ class WorkloadSpec(_Strict):
                 raise ValueError("list at least one precision")
             if len(set(v)) != len(v):
                 raise ValueError("precisions are listed twice")
+        return v
+
+    @field_validator("engine", mode="after")
+    @classmethod
+    def _engines_listed_once(cls, v: object) -> object:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("list at least one engine")
+            if len(set(v)) != len(v):
+                raise ValueError("engines are listed twice")
         return v
 
     @field_validator("checkpoints", mode="after")
@@ -229,6 +241,26 @@ class WorkloadSpec(_Strict):
     @property
     def precisions(self) -> list[str]:
         return list(self.precision) if isinstance(self.precision, list) else [self.precision]
+
+    @property
+    def engines(self) -> list[str]:
+        """The engines the planner may deploy, in the order listed."""
+        return list(self.engine) if isinstance(self.engine, list) else [self.engine]
+
+    @property
+    def single_engine(self) -> str:
+        """The one engine of a workload planned for one engine (the planner plans a list of engines one
+        at a time, sizing.planning.planner.plan_stack; compare's sweeps refuse a list); a list here is a bug."""
+        if isinstance(self.engine, list):
+            if len(self.engine) == 1:
+                return self.engine[0]
+            raise ValueError(f"a workload of several engines ({', '.join(self.engine)}) is planned one engine "
+                             "at a time")
+        return self.engine
+
+    def for_engine(self, engine: str) -> WorkloadSpec:
+        """This workload served by one engine."""
+        return self.model_copy(update={"engine": engine})
 
     @property
     def context_tokens(self) -> int:

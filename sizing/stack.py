@@ -107,8 +107,11 @@ def stack_name(path: Path) -> str:
 def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
     """One line per problem: `prefix.field.path: what is wrong (got X)`."""
     lines = []
+    wheres: list[tuple[str, str, bool]] = []  # (where, line, the input was a list) in order
     for err in e.errors():
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "literal[")))
+        # pydantic names a union branch in the location: 'literal[...]', 'list[literal[...]]'
+        loc = ".".join(str(p) for p in err["loc"]
+                       if not str(p).startswith(("function-", "literal[", "list[literal[")))
         # drop pydantic's union-branch markers such as 'int' or 'TokenLength'
         parts = [p for p in loc.split(".") if p and p not in ("int", "float", "str", "list[str]", "TokenLength",
                                                                "list[literal]", "constrained-int")]
@@ -119,7 +122,16 @@ def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
         inp = err.get("input")
         shown = "" if isinstance(inp, (dict, list)) or err["type"] in ("missing", "extra_forbidden") \
             else f" (got {short_repr(inp)})"
-        lines.append(f"{where}: {msg}{shown}")
+        wheres.append((where, f"{where}: {msg}{shown}", isinstance(inp, list)))
+    # a one-or-list field fails both union branches: given one bad value, its "should be a valid list" line
+    # is noise; given a list, the scalar branch's line is, beside the line naming the bad item (`where.N`)
+    for where, line, was_list in wheres:
+        if line.startswith(f"{where}: Input should be a valid list") and \
+                any(w == where and other != line for w, other, _ in wheres):
+            continue
+        if was_list and any(w.startswith(f"{where}.") for w, _, _ in wheres):
+            continue
+        lines.append(line)
     return list(dict.fromkeys(lines))
 
 

@@ -183,7 +183,7 @@ def test_dependencies_stay_as_they_were() -> None:
 PURE = ("autoscaling", "compose", "fit", "fit_rules", "fit_rules_platform", "image_lock", "k8s_common", "manifests",
         "names", "oci_registry",
         "netpol", "observability", "platform", "registry", "router", "serving", "settings", "vllm_args",
-        "weights", "az_choice", "exports", "app_objects", "serving_context")
+        "weights", "az_choice", "exports", "app_objects", "serving_context", "engines", "sglang_args")
 
 
 def test_pure_builders_import_no_pulumi() -> None:

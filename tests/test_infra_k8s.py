@@ -6,16 +6,20 @@ the stack and the object."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import kubernetes_validate
 import pytest
 
-from infra import settings
+from infra import settings, sglang_args
 from infra.k8s_common import API_KEY_SECRET, ENDPOINT_LABEL, serving_name
 from infra.names import GPU_TAINT_KEY, POOL_LABEL
 from infra.platform import load_platform
 from infra.serving import startup_budget_s
 from tests.k8s_support import STACK_IDS, find, flag_values, objects, rendered
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 K8S_VERSION = load_platform().kubernetes_version
 CUSTOM_KINDS = {"LeaderWorkerSet", "ScaledObject", "PodMonitor"}
@@ -29,9 +33,9 @@ def _pod_specs(workload: dict) -> list[tuple[str, dict, bool]]:
     return [("leader", t["leaderTemplate"]["spec"], True), ("worker", t["workerTemplate"]["spec"], False)]
 
 
-# the fast run validates a Deployment stack (dev) and a LeaderWorkerSet one (llama405b); CI all six
-@pytest.mark.parametrize("stack_id", [s if s in ("dev", "llama405b") else pytest.param(s, marks=pytest.mark.slow)
-                                      for s in STACK_IDS])
+# the fast run validates a Deployment stack (dev), a LeaderWorkerSet one (llama405b) and an SGLang one; CI all
+@pytest.mark.parametrize("stack_id", [s if s in ("dev", "llama405b", "sglang") else
+                                      pytest.param(s, marks=pytest.mark.slow) for s in STACK_IDS])
 def test_builtin_objects_validate_against_openapi_schema(stack_id: str) -> None:
     problems = []
     for obj in objects(stack_id):
@@ -68,6 +72,9 @@ def test_serving_workloads_follow_the_plan(stack_id: str) -> None:
             assert res["requests"]["nvidia.com/gpu"] == str(gpus_per_pod), f"{where} {role}"
             flags = flag_values(c["args"])
             v = pool.vllm
+            if pool.engine == "sglang":
+                _sglang_flags_follow_the_plan(pool, c, flags, f"{where} {role}")
+                continue
             expected = {"--tensor-parallel-size": str(v.tensor_parallel_size),
                         "--pipeline-parallel-size": str(v.pipeline_parallel_size),
                         "--max-model-len": str(v.max_model_len), "--max-num-seqs": str(v.max_num_seqs),
@@ -101,6 +108,24 @@ def test_serving_workloads_follow_the_plan(stack_id: str) -> None:
                 assert "livenessProbe" in c, f"{where} {role}"
 
 
+def _sglang_flags_follow_the_plan(pool: Pool, c: dict[str, Any], flags: dict[str, str | None], where: str) -> None:
+    """An SGLang container: the plan's fields under SGLang's flag names, the whole command line accepted by
+    the pinned release's parser, the API key from the Secret (expanded by Kubernetes, never in the spec)."""
+    v = pool.vllm
+    assert c["command"] == ["python3", "-m", "sglang.launch_server"], where
+    expected = {"--tp": str(v.tensor_parallel_size), "--context-length": str(v.max_model_len),
+                "--max-running-requests": str(v.max_num_seqs),
+                "--chunked-prefill-size": str(v.max_num_batched_tokens),
+                "--mem-fraction-static": f"{v.gpu_memory_utilization:g}", "--served-model-name": v.served_model_name,
+                "--api-key": "$(SGLANG_API_KEY)"}
+    for flag, value in expected.items():
+        assert flags.get(flag) == value, f"{where}: {flag} {flags.get(flag)} != plan {value}"
+    assert "--enable-metrics" in flags and (flags.get("--quantization") or None) == v.quantization, where
+    sglang_args.check_args(c["args"])
+    env = {e["name"]: e for e in c["env"]}
+    assert env["SGLANG_API_KEY"]["valueFrom"]["secretKeyRef"]["name"] == API_KEY_SECRET, where
+
+
 @pytest.mark.parametrize("stack_id", STACK_IDS)
 def test_disruption_budget_keeps_the_replicas_demand_needs(stack_id: str) -> None:
     result, _ = rendered(stack_id)
@@ -126,7 +151,9 @@ def test_autoscaler_targets_the_pool_workload_on_queue_depth(stack_id: str) -> N
         trig = so["spec"]["triggers"][0]
         assert trig["type"] == "prometheus", stack_id
         q = trig["metadata"]["query"]
-        assert "vllm:num_requests_waiting" in q and "vllm_num_requests_waiting" in q, q
+        metric = {"vllm": "vllm:num_requests_waiting|vllm_num_requests_waiting",
+                  "sglang": "sglang:num_queue_reqs|sglang_num_queue_reqs"}[pool.engine]
+        assert f'__name__=~"{metric}"' in q, q
         assert f'pool="{pool.name}"' in q, q
         assert int(trig["metadata"]["threshold"]) >= 1, stack_id
 

@@ -132,3 +132,26 @@ def test_vllm_profile_samples_one_dummy_request_per_sequence() -> None:
     capped = memory_fit(CAT, replace(base, max_num_seqs=1024, max_num_batched_tokens=512), 1024)
     assert capped.overhead_gib_per_gpu == memory_fit(CAT, replace(base, max_num_seqs=512, max_num_batched_tokens=512),
                                                      1024).overhead_gib_per_gpu
+
+
+def test_sglang_static_fraction_holds_weights_and_kv_only() -> None:
+    # sglang 0.5.23 mem_cache/kv_cache_configurator.py _profile_available_bytes: the KV pool is the memory
+    # free after the weights less pre_model_load_memory × (1 - mem_fraction_static), so
+    # KV = (GPU memory - CUDA context) × fraction - weights; CUDA graphs and activations live in the rest
+    m = CAT.model("llama-3-8b-instruct")
+    eng = CAT.engine("sglang")
+    fit = memory_fit(CAT, ReplicaConfig(m, "L40S", "fp16", engine="sglang"), 2048)
+    expected = (fit.gpu_memory_gib_per_gpu - eng.cuda_context_gib_per_gpu) * fit.gpu_memory_utilization \
+        - fit.weights_gib_per_gpu
+    assert abs(fit.kv_cache_gib_per_gpu - expected) < 1e-9
+    # vLLM's --gpu-memory-utilization covers everything: its KV is memory × fraction - weights - overhead
+    v = memory_fit(CAT, ReplicaConfig(m, "L40S", "fp16", engine="vllm"), 2048)
+    assert abs(v.kv_cache_gib_per_gpu - (v.gpu_memory_gib_per_gpu * v.gpu_memory_utilization - v.weights_gib_per_gpu
+                                         - v.overhead_gib_per_gpu)) < 1e-9
+
+
+def test_sglang_runtime_must_fit_outside_the_static_fraction() -> None:
+    m = CAT.model("llama-3-8b-instruct")
+    squeezed = ReplicaConfig(m, "L4", "fp16", engine="sglang", gpu_memory_utilization=0.99)
+    fit = memory_fit(CAT, squeezed, 2048)
+    assert not fit.fits and "outside --mem-fraction-static" in fit.reason

@@ -84,7 +84,7 @@ def test_rules_saw_what_they_guard(stack_resources: tuple[str, list[Res]]) -> No
     assert [r for r in resources if r.type in rules.BUCKETS], stack
     assert [r for r in resources if rules.load_balancer_scheme(r.props) and r.type == rules.SERVICE], stack
     servers = [r for r in resources if r.type in (rules.DEPLOYMENT, rules.LEADER_WORKER_SET)
-               and any(rules._is_vllm(c) for pod in rules._serving_pod_specs(r.type, r.props)
+               and any(rules._is_vllm(c) or rules._is_sglang(c) for pod in rules._serving_pod_specs(r.type, r.props)
                        for c in pod.get("containers", []))]
     assert servers, stack
     assert rules.planned_usd_per_month(resources) is not None, stack
@@ -197,6 +197,28 @@ def _api_key_in_args(r: Res) -> dict[str, Any]:
     return p
 
 
+def _sglang_no_secret(r: Res) -> dict[str, Any]:
+    p = copy.deepcopy(r.props)
+    for c in _containers(p):
+        c["env"] = [e for e in c["env"] if e["name"] != rules.SGLANG_API_KEY_ENV]
+    return p
+
+
+def _sglang_key_in_args(r: Res) -> dict[str, Any]:
+    p = copy.deepcopy(r.props)
+    for c in _containers(p):
+        c["args"] = ["sk-123" if a == rules.SGLANG_API_KEY_ARG else a for a in c["args"]]
+    return p
+
+
+def _sglang_no_key_flag(r: Res) -> dict[str, Any]:
+    p = copy.deepcopy(r.props)
+    for c in _containers(p):
+        i = c["args"].index("--api-key")
+        c["args"] = c["args"][:i] + c["args"][i + 2:]
+    return p
+
+
 BAD = [  # (stack, type, name part, mutation, rule that must fail)
     ("dev", rules.NODE_GROUP, "g6e", _untainted, "gpu-node-group-tainted"),
     ("dev", rules.NODE_GROUP, "g6e", _prefer_no_schedule, "gpu-node-group-tainted"),
@@ -215,6 +237,9 @@ BAD = [  # (stack, type, name part, mutation, rule that must fail)
     ("dev", rules.DEPLOYMENT, "vllm", _plain_api_key, "vllm-api-key-from-secret"),
     ("dev", rules.DEPLOYMENT, "vllm", _api_key_in_args, "vllm-api-key-from-secret"),
     ("llama405b", rules.LEADER_WORKER_SET, "vllm", _no_api_key, "vllm-api-key-from-secret"),
+    ("sglang", rules.DEPLOYMENT, "vllm", _sglang_no_secret, "vllm-api-key-from-secret"),
+    ("sglang", rules.DEPLOYMENT, "vllm", _sglang_key_in_args, "vllm-api-key-from-secret"),
+    ("sglang", rules.DEPLOYMENT, "vllm", _sglang_no_key_flag, "vllm-api-key-from-secret"),
 ]
 
 

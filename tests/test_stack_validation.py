@@ -111,3 +111,23 @@ def test_missing_file_and_directory_are_one_line_each(tmp_path: Path) -> None:
     for target, needle in ((tmp_path / "nope.yaml", "no such stack file"), (tmp_path, "is a directory")):
         r = runner.invoke(app, ["validate", str(target)])
         assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize(("key", "value"), [("workload.engine", "tgi"), ("workload.precision", "fp3")])
+def test_a_bad_value_of_a_one_or_list_field_is_one_line(key: str, value: str) -> None:
+    # `engine` and `precision` take one value or a list: pydantic reports both union branches, but the
+    # user gave one value, so the "should be a valid list" branch is noise
+    root = Path(__file__).resolve().parents[1]
+    r = CliRunner().invoke(app, ["plan", str(root / "stacks" / "Pulumi.dev.yaml"), "--set", f"{key}={value}"])
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert lines[0].startswith(f"error: llmcap:{key}: Input should be") and f"(got '{value}')" in lines[0]
+
+
+def test_a_bad_item_of_a_list_field_is_one_line_naming_the_item() -> None:
+    root = Path(__file__).resolve().parents[1]
+    r = CliRunner().invoke(app, ["plan", str(root / "stacks" / "Pulumi.dev.yaml"), "--set",
+                                 "workload.engine=[vllm, tgi]"])
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert lines[0].startswith("error: llmcap:workload.engine.1: Input should be") and "(got 'tgi')" in lines[0]

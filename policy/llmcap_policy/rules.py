@@ -19,6 +19,10 @@ from typing import Any
 GPU_TAINT_KEY = "nvidia.com/gpu"
 NO_SCHEDULE = ("NO_SCHEDULE", "NoSchedule")  # EKS API form, Kubernetes form
 API_KEY_ENV = "VLLM_API_KEY"
+# SGLang reads its key only from --api-key: the pod passes the Kubernetes expansion of a Secret-backed env
+# var, never the key itself (infra/sglang_args.py)
+SGLANG_API_KEY_ENV = "SGLANG_API_KEY"
+SGLANG_API_KEY_ARG = f"$({SGLANG_API_KEY_ENV})"
 LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-"
 AWS_NLB_CLASS = "service.k8s.aws/nlb"
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -237,6 +241,11 @@ def _is_vllm(container: Mapping[str, Any]) -> bool:
     return any("vllm-openai" in w or w == "vllm" for w in words)
 
 
+def _is_sglang(container: Mapping[str, Any]) -> bool:
+    words = [str(container.get("image") or "")] + [str(c) for c in _seq(container.get("command"))]
+    return any("lmsysorg/sglang" in w or w == "sglang.launch_server" for w in words)
+
+
 def _serving_pod_specs(type_: str, props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     spec = _map(props.get("spec"))
     if type_ == DEPLOYMENT:
@@ -246,17 +255,39 @@ def _serving_pod_specs(type_: str, props: Mapping[str, Any]) -> list[Mapping[str
     return []
 
 
+def _sglang_api_key(type_: str, name: str, c: Mapping[str, Any], env: Mapping[str, Mapping[str, Any]],
+                    args: list[str]) -> list[str]:
+    """An SGLang server: `--api-key $(SGLANG_API_KEY)` and SGLANG_API_KEY from a Secret; any other value after
+    --api-key is a key written into the pod spec."""
+    kind, who = type_.rsplit(":", 1)[-1], c.get("name")
+    given = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--api-key"]
+    if not given:
+        return [f"{kind} '{name}' container '{who}' serves SGLang without --api-key ({SGLANG_API_KEY_ARG})"]
+    if any(v != SGLANG_API_KEY_ARG for v in given):
+        return [f"{kind} '{name}' container '{who}' passes an SGLang API key in plain args; pass "
+                f"--api-key {SGLANG_API_KEY_ARG} with {SGLANG_API_KEY_ENV} from a Secret"]
+    key = env.get(SGLANG_API_KEY_ENV, {})
+    if not _map(_map(key.get("valueFrom")).get("secretKeyRef")).get("name"):
+        return [f"{kind} '{name}' container '{who}' serves SGLang without an API key from a Secret "
+                f"({SGLANG_API_KEY_ENV} with valueFrom.secretKeyRef)"]
+    return []
+
+
 def check_vllm_api_key(type_: str, name: str, props: Mapping[str, Any]) -> list[str]:
     """Every vLLM server container takes its API key from a Secret (VLLM_API_KEY with
     secretKeyRef); a key in plain args or a plain env value is a leaked secret."""
     out = []
     for pod in _serving_pod_specs(type_, props):
         for c in (_map(c) for c in _seq(pod.get("containers"))):
+            env = {str(_map(e).get("name")): _map(e) for e in _seq(c.get("env"))}
+            args = [str(a) for a in _seq(c.get("args"))]
+            if _is_sglang(c):
+                out += _sglang_api_key(type_, name, c, env, args)
+                continue
             if not _is_vllm(c):
                 continue
-            env = {str(_map(e).get("name")): _map(e) for e in _seq(c.get("env"))}
             key = env.get(API_KEY_ENV, {})
-            if "--api-key" in [str(a) for a in _seq(c.get("args"))]:
+            if "--api-key" in args:
                 out.append(f"{type_.rsplit(':', 1)[-1]} '{name}' container '{c.get('name')}' passes --api-key "
                            f"in plain args; take it from a Secret through {API_KEY_ENV}")
             elif not _map(_map(key.get("valueFrom")).get("secretKeyRef")).get("name"):
@@ -319,7 +350,8 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
                  "An internet-facing load-balancer Service terminates TLS and has no plain listener.",
                  check_public_endpoint_tls),
     ResourceRule("vllm-api-key-from-secret",
-                 f"vLLM servers take their API key from a Secret ({API_KEY_ENV}).", check_vllm_api_key),
+                 f"vLLM and SGLang servers take their API key from a Secret ({API_KEY_ENV}; {SGLANG_API_KEY_ENV} "
+                 f"expanded into --api-key).", check_vllm_api_key),
 )
 
 

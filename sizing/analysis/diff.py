@@ -121,7 +121,9 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
         ref=ref, planned=True, model=plan.model, region=plan.region, gpus=t.gpus, instances=t.instances,
         gpu_types=sorted({p.gpu for p in plan.pools}), instance_types=sorted({p.instance_type for p in plan.pools}),
         pools=[f"{p.instances_desired}× {p.instance_type} ({p.gpu} ×{p.gpus_per_instance}, TP{p.tensor_parallel}"
-               f"{'×PP' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''}, {p.precision}, {p.purchase})"
+               f"{'×PP' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''}, {p.precision}, {p.purchase}"
+               # the engine when it is not the default, so a switch of engine shows in the PR comment
+               f"{', ' + p.engine if p.engine != 'vllm' else ''})"
                for p in plan.pools],
         usd_per_hour=round(t.usd_per_hour, 4), gpu_usd_per_month=round(t.usd_per_month, 2),
         platform_usd_per_month=round(platform_usd_per_month, 2), usd_per_month=round(t.all_in_usd_per_month, 2),

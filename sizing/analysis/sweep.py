@@ -175,6 +175,9 @@ class _Prepared:
                  memo: dict[tuple[Any, ...], Goodput]) -> None:
         self.option, self.cat, self.var, self.scale = option, cat, var, scale
         st = option.stack
+        if len(st.workload.engines) > 1:
+            raise SpecError(f"{st.name}: llmcap:workload.engine lists {', '.join(st.workload.engines)}; a sweep "
+                            "prices one engine: set it to one (llmcap plan compares the engines of a list)")
         self.model: ModelArch = cat.model(st.workload.model)
         self.hw = st.hardware
         self.mixed = option.strategy == "mixed"
@@ -194,7 +197,8 @@ class _Prepared:
 
     def _scale_of(self, c: Candidate) -> float:
         """The calibration's goodput scale for this candidate's GPU (1.0 without one)."""
-        s = self.scale(c.instance.gpu, self.option.stack.workload.engine, self.model.hf_id) if self.scale else None
+        engine = self.option.stack.workload.single_engine
+        s = self.scale(c.instance.gpu, engine, self.model.hf_id) if self.scale else None
         return s[0] if s else 1.0
 
     def _goodput(self, *args: Any, **kwargs: Any) -> Goodput:

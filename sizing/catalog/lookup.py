@@ -50,6 +50,9 @@ from sizing.catalog.records import (
 from sizing.catalog.schema import read_table
 from sizing.errors import CatalogDataError, CatalogLookupError
 
+# engines.csv memory_fraction_covers (records.EngineDefaults): what an engine's memory fraction flag bounds
+MEMORY_FRACTION_SCOPES = ("all", "weights-kv")
+
 
 def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
@@ -195,6 +198,11 @@ class Catalog:
 
     @cached_property
     def engines(self) -> dict[str, EngineDefaults]:
+        for r in self.rows("engines.csv"):
+            if r["memory_fraction_covers"] not in MEMORY_FRACTION_SCOPES:
+                raise CatalogDataError(f"{self._path('engines.csv')} row {r['engine']!r}: memory_fraction_covers "
+                                       f"{r['memory_fraction_covers']!r} is not one of "
+                                       f"{', '.join(MEMORY_FRACTION_SCOPES)}")
         return {r["engine"]: EngineDefaults(
             engine=r["engine"], default_max_num_seqs=int(r["default_max_num_seqs"]),
             default_max_num_batched_tokens=int(r["default_max_num_batched_tokens"]),
@@ -206,6 +214,7 @@ class Catalog:
             fp8_moe_experts_at_16_bit_rate=flag(r["fp8_moe_experts_at_16_bit_rate"]),
             profile_sampler_bytes_per_logit=(float(r["profile_sampler_bytes_per_logit"])
                                              if r["profile_sampler_bytes_per_logit"] else None),
+            memory_fraction_covers=r["memory_fraction_covers"],
             source=r["source"], as_of=r["as_of"]) for r in self.rows("engines.csv")}
 
     # --- the platform under the GPUs ------------------------------------------------------

@@ -214,6 +214,10 @@ class EngineDefaults:
     awq_unfused_dequantize_min_tokens: int | None
     fp8_moe_experts_at_16_bit_rate: bool
     profile_sampler_bytes_per_logit: float | None
+    # what the memory fraction flag bounds: `all` (vLLM --gpu-memory-utilization: weights, activations, CUDA
+    # graphs and KV) or `weights-kv` (SGLang --mem-fraction-static: weights and the KV pool of the memory
+    # left after the CUDA context; graphs and activations use the rest)
+    memory_fraction_covers: str
     source: str
     as_of: str
 

@@ -58,68 +58,22 @@ def _print_runs(res: Any) -> None:
         c.print(f"note: {n}", highlight=False)
 
 
-@guarded
-def bench(
-    endpoint: str = typer.Argument(..., help="OpenAI-compatible server, e.g. http://127.0.0.1:8000"),
-    stack: Path = typer.Option(..., "--stack", help="stack file: request shape, SLO and planned load"),
-    plan_file: Path | None = typer.Option(None, "--plan", help="plan JSON (default: plan the stack)"),
-    concurrency: list[int] | None = typer.Option(None, "--concurrency", help="closed-loop concurrency; repeat"),
-    rate: list[float] | None = typer.Option(None, "--rate", help="open-loop Poisson requests/s; repeat"),
-    duration: float = typer.Option(60.0, "--duration", help="seconds of load per point"),
-    sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="with no explicit load: 0.5×, 1×, 1.5× planned"),
-    replicas: float | None = typer.Option(None, "--replicas",
-                                          help="replicas behind ENDPOINT (default: all the plan's replicas)"),
-    api_key_env: str | None = typer.Option(None, "--api-key-env", help="environment variable holding the API key"),
-    model: str | None = typer.Option(None, "--model", help="served model name (default: the plan's, else /v1/models)"),
-    api: str = typer.Option("completions", "--api", help="completions | chat"),
-    ignore_eos: bool = typer.Option(True, "--ignore-eos/--no-ignore-eos", help="ask for exactly max_tokens"),
-    request_timeout: float = typer.Option(600.0, "--request-timeout", help="seconds per request"),
-    max_requests: int = typer.Option(100_000, "--max-requests", help="cap per load point"),
-    seed: int = typer.Option(0, "--seed"),
-    out: Path | None = typer.Option(None, "--out", help="write the results JSON here (for verify, calibrate)"),
-    fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
-) -> None:
-    """Load-test an endpoint with requests shaped like the stack's workload; TTFT, ITL, TPOT, goodput."""
-    from sizing.cli.extras import require
+def measure(base_url: str, api_key: str | None, st: Any, plan: Plan | None, notes: list[str], points: list[Any],
+            share: float, under_test: float | None, model: str | None, api: str, ignore_eos: bool, limits: Any,
+            seed: int, out: Path | None) -> Any:
+    """One endpoint under the load points, the same seeded prompts and arrivals for every endpoint; the
+    results (saved to `out` after each point when given)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    require("llmcap bench", "httpx")  # the load generator's HTTP client (the `bench` extra)
     from sizing.measure import metrics
-    from sizing.measure.client import MODELS_DEADLINE_S, RunLimits, Target, normalize_endpoint, preflight, run_load
+    from sizing.measure.client import MODELS_DEADLINE_S, Target, preflight, run_load
     from sizing.measure.results import BenchResults
-    from sizing.measure.workload import RequestFactory, load_points
-    from sizing.stack import load_stack
+    from sizing.measure.workload import RequestFactory
 
-    if api not in ("completions", "chat"):
-        raise SpecError(f"--api: {api!r} is not one of completions, chat")
-    for name, v in (("--duration", duration), ("--request-timeout", request_timeout)):
-        if not (v > 0 and math.isfinite(v)):
-            raise SpecError(f"{name}: must be a positive number of seconds (got {v})")
-    if max_requests < 1:
-        raise SpecError(f"--max-requests: must be at least 1 (got {max_requests})")
-    api_key = None
-    if api_key_env:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise SpecError(f"--api-key-env: ${api_key_env} is not set or empty")
-    base_url = normalize_endpoint(endpoint)
-    st = load_stack(stack)
     w = st.workload
-    notes: list[str] = []
-    try:
-        plan, how = _plan_for(stack, plan_file)
-        notes.append(how)
-    except LlmcapError as e:
-        if plan_file is not None:
-            raise
-        plan = None
-        notes.append(f"no plan ({e.problems[0]}); pass --plan PLAN.json to verify or calibrate these results")
-    demand_replicas = sum(p.replicas_for_demand for p in plan.pools) if plan else None
-    if replicas is not None and not (replicas > 0 and math.isfinite(replicas)):
-        raise SpecError(f"--replicas: must be positive (got {replicas})")
-    under_test = replicas if replicas is not None else (float(sum(p.replicas for p in plan.pools)) if plan else None)
-    share = min(1.0, under_test / demand_replicas) if under_test and demand_replicas else 1.0
-    points = load_points(w, concurrency, rate, sweep, share)
-
+    duration, request_timeout = limits.duration_s, limits.request_timeout_s
+    notes = list(notes)
     listed = preflight(base_url, api_key, min(MODELS_DEADLINE_S, request_timeout))
     planned_name = plan.pools[0].vllm.served_model_name if plan else None
     if model:
@@ -133,12 +87,8 @@ def bench(
     else:
         raise SpecError(f"{base_url}/v1/models lists no model; pass --model NAME")
     target = Target(base_url=base_url, model=served, api=api, api_key=api_key, ignore_eos=ignore_eos)
-    limits = RunLimits(duration_s=duration, request_timeout_s=request_timeout, max_requests=max_requests)
     factory = RequestFactory(w, seed)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     runs: list[Any] = []
 
@@ -184,19 +134,102 @@ def bench(
 
     res = results(final=True)
     save(res)
+    return res
+
+
+@guarded
+def bench(
+    endpoint: str | None = typer.Argument(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000"),
+    stack: Path = typer.Option(..., "--stack", help="stack file: request shape, SLO and planned load"),
+    plan_file: Path | None = typer.Option(None, "--plan", help="plan JSON (default: plan the stack)"),
+    concurrency: list[int] | None = typer.Option(None, "--concurrency", help="closed-loop concurrency; repeat"),
+    rate: list[float] | None = typer.Option(None, "--rate", help="open-loop Poisson requests/s; repeat"),
+    duration: float = typer.Option(60.0, "--duration", help="seconds of load per point"),
+    sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="with no explicit load: 0.5×, 1×, 1.5× planned"),
+    replicas: float | None = typer.Option(None, "--replicas",
+                                          help="replicas behind ENDPOINT (default: all the plan's replicas)"),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="environment variable holding the API key"),
+    model: str | None = typer.Option(None, "--model", help="served model name (default: the plan's, else /v1/models)"),
+    api: str = typer.Option("completions", "--api", help="completions | chat"),
+    ignore_eos: bool = typer.Option(True, "--ignore-eos/--no-ignore-eos", help="ask for exactly max_tokens"),
+    request_timeout: float = typer.Option(600.0, "--request-timeout", help="seconds per request"),
+    max_requests: int = typer.Option(100_000, "--max-requests", help="cap per load point"),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path | None = typer.Option(None, "--out", help="write the results JSON here (for verify, calibrate)"),
+    fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    endpoints: list[str] | None = typer.Option(
+        None, "--endpoint", help="NAME=URL, repeat to bench several engines side by side with the same seed, prompts "
+                                 "and arrivals (NAME vllm or sglang: measured against that engine's plan); --out is "
+                                 "then a folder of NAME.json"),
+) -> None:
+    """Load-test an endpoint with requests shaped like the stack's workload; TTFT, ITL, TPOT, goodput."""
+    from sizing.cli.extras import require
+
+    require("llmcap bench", "httpx")  # the load generator's HTTP client (the `bench` extra)
+    from sizing.measure.client import RunLimits, normalize_endpoint
+    from sizing.measure.workload import load_points
+    from sizing.stack import load_stack
+
+    if api not in ("completions", "chat"):
+        raise SpecError(f"--api: {api!r} is not one of completions, chat")
+    for name, v in (("--duration", duration), ("--request-timeout", request_timeout)):
+        if not (v > 0 and math.isfinite(v)):
+            raise SpecError(f"{name}: must be a positive number of seconds (got {v})")
+    if max_requests < 1:
+        raise SpecError(f"--max-requests: must be at least 1 (got {max_requests})")
+    api_key = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise SpecError(f"--api-key-env: ${api_key_env} is not set or empty")
+    if (endpoint is None) == (not endpoints):
+        raise SpecError("give one ENDPOINT, or several --endpoint NAME=URL to compare engines (not both)")
+    st = load_stack(stack)
+    w = st.workload
+    notes: list[str] = []
+    try:
+        plan, how = _plan_for(stack, plan_file)
+        notes.append(how)
+    except LlmcapError as e:
+        if plan_file is not None:
+            raise
+        plan = None
+        notes.append(f"no plan ({e.problems[0]}); pass --plan PLAN.json to verify or calibrate these results")
+    demand_replicas = sum(p.replicas_for_demand for p in plan.pools) if plan else None
+    if replicas is not None and not (replicas > 0 and math.isfinite(replicas)):
+        raise SpecError(f"--replicas: must be positive (got {replicas})")
+    under_test = replicas if replicas is not None else (float(sum(p.replicas for p in plan.pools)) if plan else None)
+    share = min(1.0, under_test / demand_replicas) if under_test and demand_replicas else 1.0
+    points = load_points(w, concurrency, rate, sweep, share)
+
+    limits = RunLimits(duration_s=duration, request_timeout_s=request_timeout, max_requests=max_requests)
+    if endpoints:
+        from sizing.cli.bench_multi import bench_side_by_side
+        from sizing.planning.planner import plan_stack
+
+        bench_side_by_side(endpoints, st, plan, notes, points, share, under_test, api_key, model, api, ignore_eos,
+                           limits, seed, out, fmt, plan_file, measure, check_sent, plan_stack)
+        return
+    res = measure(normalize_endpoint(str(endpoint)), api_key, st, plan, notes, points, share, under_test, model, api,
+                  ignore_eos, limits, seed, out)
     if fmt == TableOrJson.json:
         emit_json(res.model_dump(mode="json"))
     else:
         _print_runs(res)
         if out is None:
             typer.echo("results not saved; pass --out FILE to verify or calibrate them later", err=True)
+    check_sent(res.runs, duration)
+
+
+def check_sent(runs: list[Any], duration: float, where: str = "") -> None:
+    """No request sent is bad input (exit 2); every request failed is a failed check (exit 1)."""
     sent = sum(r.requests_sent for r in runs)
     if sent == 0:
-        raise SpecError(f"no request was sent in {duration:g} s per load point; raise --duration")
+        raise SpecError(f"{where}no request was sent in {duration:g} s per load point; raise --duration")
     if all(r.completed == 0 for r in runs):
         kinds = sorted({k for r in runs for k in r.error_kinds})
-        raise CheckFailedError(f"all {sent} requests failed ({', '.join(kinds)}); check --model, --api and the "
-                               "server log")
+        raise CheckFailedError(f"{where}all {sent} requests failed ({', '.join(kinds)}); check --model, --api and "
+                               "the server log")
 
 
 @guarded

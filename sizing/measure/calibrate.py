@@ -36,7 +36,7 @@ def entry_from_results(res: BenchResults, plan: Plan, replicas: float, pool_name
     pool = pick_pool(plan, pool_name)
     if replicas <= 0:
         raise SpecError(f"replicas behind the endpoint must be positive (got {replicas})")
-    engine = plan.workload.engine
+    engine = pool.engine
     model = pool.vllm.model
     meeting = [r for r in res.runs if r.meets_slo]
     if not meeting:

@@ -228,14 +228,26 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
     extra = engine_layout_extra_bytes_per_replica(model, fmt, engine, catalog.gpu(gpu).generation, tp)
     w_gpu += extra / (tp * pp) / GIB
     over = runtime_overhead_gib_per_gpu(model, eng, tp, max_num_batched_tokens, cfg.max_num_seqs)
-    kv_gpu = mem * util - w_gpu - over
+    outside = 0.0  # GiB the runtime needs outside the engine's fraction (weights-kv engines)
+    if eng.memory_fraction_covers == "weights-kv":
+        # SGLang: the fraction of the memory left after the CUDA context holds weights and the KV pool;
+        # CUDA graphs and activations must fit in the rest (engines.csv memory_fraction_covers, its source)
+        kv_gpu = (mem - eng.cuda_context_gib_per_gpu) * util - w_gpu
+        outside = (over - eng.cuda_context_gib_per_gpu) - (mem - eng.cuda_context_gib_per_gpu) * (1 - util)
+    else:
+        kv_gpu = mem * util - w_gpu - over
     kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
     rep = kv_replication_factor(model, tp)
     per_token = kv_cache_bytes_per_token(model, kvb) * rep
     per_seq = kv_cache_bytes_per_sequence(model, context_tokens, kvb) * rep
     kv_replica = max(kv_gpu, 0.0) * tp * pp
     max_seqs = int(math.floor(kv_replica * GIB / per_seq)) if per_seq > 0 else 0
-    if kv_gpu <= 0:
+    if outside > 0:
+        runtime = over - eng.cuda_context_gib_per_gpu
+        fits, reason = False, (f"CUDA graphs and activations need {runtime:.1f} GiB per GPU "
+                               f"outside --mem-fraction-static {util:g}, which leaves "
+                               f"{(mem - eng.cuda_context_gib_per_gpu) * (1 - util):.1f} GiB")
+    elif kv_gpu <= 0:
         fits, reason = False, (f"weights {w_gpu:.1f} GiB + overhead {over:.1f} GiB per GPU exceed "
                                f"{util:.0%} of {mem:.1f} GiB")
     elif max_seqs < 1:

@@ -35,6 +35,7 @@ from sizing.planning.system_nodes import nat_gateway_count, size_system_nodes
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch
+    from sizing.spec import WorkloadSpec
     from sizing.stack import Stack
 
 def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
@@ -42,10 +43,16 @@ def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
     w = stack.workload
     t = ev.tuning
     return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
-                         pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.engine,
+                         pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine,
                          interconnect=ev.cand.instance.gpu_interconnect,
                          max_num_seqs=t.max_num_seqs if t else None,
                          max_num_batched_tokens=t.max_num_batched_tokens if t else None)
+
+
+def sglang_schedule_policy(w: WorkloadSpec) -> str:
+    """SGLang's --schedule-policy: `lpm` (longest prefix match first, sglang 0.5.23 arg_groups/fields/schedule.py)
+    pays only when requests share prefixes in its radix cache; otherwise `fcfs`, the order the simulation models."""
+    return "lpm" if w.prefix_cache_hit_rate > 0 else "fcfs"
 
 
 def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,
@@ -68,7 +75,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     else:
         rate = (demand.requests_per_s or 0.0) * share_total / replicas
         at = estimate_open_loop(cat, cfg, shape, rate)
-    eng = cat.engine(w.engine)
+    eng = cat.engine(w.single_engine)
     fmt = cat.precision(c.precision)
     bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
     served = w.checkpoints.get(c.precision, model.hf_id)
@@ -109,7 +116,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         model_cache_gib_per_node=round(cache_gib, 3),
         root_volume_gib=root_volume_gib(cache_gib, inst.local_nvme_gb, instance_store, cat),
         cpu_millicores_per_replica=requests[0], memory_mib_per_replica=requests[1],
-        goodput_scale=ev.goodput_scale,
+        goodput_scale=ev.goodput_scale, engine=w.single_engine,
         vllm=VllmSettings(
             model=w.checkpoints.get(c.precision, model.hf_id), served_model_name=model.short_name,
             tensor_parallel_size=c.tp,
@@ -120,7 +127,8 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
                                        max_num_seqs),
             gpu_memory_utilization=ev.fit.gpu_memory_utilization,
             quantization=fmt.vllm_quantization or None, kv_cache_dtype=w.kv_cache_dtype,
-            enable_prefix_caching=True),
+            enable_prefix_caching=True,
+            schedule_policy=sglang_schedule_policy(w) if w.single_engine == "sglang" else None),
         per_replica=PerReplica(
             weights_gib_per_gpu=round(ev.fit.weights_gib_per_gpu, 3),
             kv_cache_gib_per_gpu=round(ev.fit.kv_cache_gib_per_gpu, 3),
@@ -321,12 +329,13 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         "replicas = ceil(demand ÷ goodput per replica at the SLO) + redundancy "
         f"({hw.redundancy}); concurrent users also bound replicas by the SLO-meeting concurrency",
         f"$/month = $/hour × {HOURS_PER_MONTH:g} h; $/1M tokens = $/hour ÷ (output tokens/s × 3,600) × 1e6",
-        f"engine: {w.engine}; performance model calibrated on published measurements (sizing/data/perf_calibration.*)",
+        f"engine: {w.single_engine}; performance model calibrated on published measurements "
+        "(sizing/data/perf_calibration.*)",
         *cat.as_of_lines(stack.region),
         _model_size_line(cat, model),
     ]
     if scale is not None:
-        note = scale(lead.gpu, w.engine, model.hf_id)
+        note = scale(lead.gpu, w.single_engine, model.hf_id)
         if note:
             assumptions.append(f"calibration overlay: {note[1]}")
     if cat.overridden:

@@ -10,6 +10,7 @@ keeps its reason. Strategies:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sizing.catalog.lookup import Catalog, load_catalog
@@ -37,8 +38,32 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     max_num_seqs tuned and their goodput checked by the step-level simulation (sizing.planning.batching).
 
     `goodput_scale=True` applies the user's calibration overlay if one exists; pass None to ignore it.
-    Raises NoFeasiblePlanError with the reason per GPU type and what would make it feasible.
+    A workload that allows several engines is planned once per engine and the cheapest plan is chosen
+    (sizing.planning.engine_choice). Raises NoFeasiblePlanError with the reason per GPU type and what
+    would make it feasible (the first engine's, when no engine has a feasible plan).
     """
+    engines = stack.workload.engines
+    if len(engines) == 1:
+        return _plan_engine(stack, catalog, strategy, goodput_scale, tune_batching)
+    from sizing.errors import NoFeasiblePlanError
+    from sizing.planning.engine_choice import choose
+
+    plans: dict[str, Plan] = {}
+    failures: dict[str, NoFeasiblePlanError] = {}
+    for e in engines:
+        one = replace(stack, workload=stack.workload.for_engine(e))
+        try:
+            plans[e] = _plan_engine(one, catalog, strategy, goodput_scale, tune_batching)
+        except NoFeasiblePlanError as err:
+            failures[e] = err
+    if not plans:
+        raise failures[engines[0]]
+    return choose(stack.workload, plans, failures)
+
+
+def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
+                 goodput_scale: GoodputScale | None | bool, tune_batching: bool) -> Plan:
+    """plan_stack for a workload of one engine."""
     from sizing.planning.builder import build_plan
     from sizing.planning.infeasible import infeasible_error
 

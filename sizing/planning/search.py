@@ -54,7 +54,7 @@ def search(p: PlanningProblem, strategy: str, scale: GoodputScale | None = None)
     feasible: list[Evaluated] = []
     enum_strategy = "auto" if strategy == "mixed" else strategy
     for cand in enumerate_candidates(p, enum_strategy, rejections):
-        s = scale(cand.instance.gpu, p.workload.engine, p.model.hf_id) if scale else None
+        s = scale(cand.instance.gpu, p.workload.single_engine, p.model.hf_id) if scale else None
         e = evaluate(p, p.purchase, cand, rejections, s[0] if s else 1.0)
         if e is not None:
             feasible.append(e)
@@ -86,7 +86,7 @@ def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: lis
         reject("no-price", f"no {purchase} price for {inst.instance_type} in {region} in the catalog")
         return None
     cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
-                        kv_cache_dtype=w.kv_cache_dtype, engine=w.engine, interconnect=inst.gpu_interconnect)
+                        kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine, interconnect=inst.gpu_interconnect)
     fit = memory_fit(cat, cfg, w.context_tokens, gpu_memory_gib=inst.gpu_memory_gib_each)
     if not fit.fits:
         reject("does-not-fit", fit.reason)

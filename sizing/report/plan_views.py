@@ -51,6 +51,8 @@ def headline(plan: Plan) -> str:
         f"{p.instances_desired}× {p.instance_type} ({plural(p.replicas, 'replica')} of "
         f"{p.tensor_parallel}{'×' + str(p.pipeline_parallel) if p.pipeline_parallel > 1 else ''} {p.gpu}, "
         f"{precision_label(p.precision, p.gpu)}, {p.purchase})" for p in plan.pools)
+    if plan.engines or any(p.engine != "vllm" for p in plan.pools):
+        pools += f" on {', '.join(sorted({p.engine for p in plan.pools}))}"
     return (f"{plan.model} in {plan.region}: {pools} = {plural(t.gpus, 'GPU')}, {money(t.usd_per_hour, 2)}/h, "
             f"{money(t.usd_per_month)}/month, {usd(t.usd_per_million_output_tokens, cents=True)} per 1M output tokens")
 
@@ -195,6 +197,24 @@ ALT_HEADERS = ["strategy", "GPU", "instance", "precision", "TP", "GPUs", "$/mont
 ALT_NARROW = [1, 3, 4, 5, 6, 7]
 
 
+def engine_rows(plan: Plan) -> list[list[str]]:
+    """The best plan of each allowed engine (llmcap:workload.engine as a list), chosen one first."""
+    rows = sorted(plan.engines, key=lambda e: not e.chosen)
+    return [[e.engine + (" (chosen)" if e.chosen else ""), e.gpu or "-", e.instance_type or "-",
+             precision_label(e.precision, e.gpu) if e.feasible else "-",
+             f"TP{e.tensor_parallel}" if e.feasible else "-", str(e.gpus) if e.feasible else "-",
+             f"{num(e.goodput_output_tokens_per_s_per_replica)}" if e.feasible else "-",
+             money(e.usd_per_month) if e.usd_per_month is not None else "infeasible",
+             money(e.all_in_usd_per_month) if e.all_in_usd_per_month is not None else "-",
+             usd(e.usd_per_million_output_tokens, cents=True) if e.usd_per_million_output_tokens is not None else "-",
+             e.why] for e in rows]
+
+
+ENGINE_HEADERS = ["engine", "GPU", "instance", "precision", "TP", "GPUs", "goodput tok/s/replica", "GPU $/month",
+                  "all-in $/month", "$/1M out", "why"]
+ENGINE_NARROW = [0, 1, 5, 6, 8, 10]  # engine, GPU, GPUs, goodput, all-in, why
+
+
 def skipped_line(plan: Plan) -> str | None:
     s = _skipped(plan)
     return f"skipped (no datasheet row in gpus.csv): {', '.join(s)}" if s else None
@@ -237,9 +257,10 @@ def render_table(plan: Plan, console: Any) -> None:
     for k, v in totals_rows(plan):
         tt.add_row(k, v)
     console.print(tt)
-    tables = [("Best of each strategy and GPU", ALT_HEADERS, alt_rows(plan), ALT_NARROW)]
+    tables = [("Best of each engine", ENGINE_HEADERS, engine_rows(plan), ENGINE_NARROW),
+              ("Best of each strategy and GPU", ALT_HEADERS, alt_rows(plan), ALT_NARROW)]
     if wide:
-        tables.insert(0, ("Hosted APIs for the same traffic", API_HEADERS, api_rows(plan), []))
+        tables.insert(1, ("Hosted APIs for the same traffic", API_HEADERS, api_rows(plan), []))
     elif plan.api_comparison:
         console.print("Hosted APIs for the same traffic")
         for a in plan.api_comparison:
@@ -273,6 +294,8 @@ def render_markdown(plan: Plan) -> str:
     parts += ["", md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
     if plan.api_comparison:
         parts += ["", "**Hosted APIs for the same traffic**", "", md_table(API_HEADERS, api_rows(plan))]
+    if plan.engines:
+        parts += ["", "**Best of each engine**", "", md_table(ENGINE_HEADERS, engine_rows(plan))]
     if plan.alternatives:
         parts += ["", "**Best of each strategy and GPU**", "", md_table(ALT_HEADERS, alt_rows(plan))]
     if skipped_line(plan):
