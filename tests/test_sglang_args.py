@@ -18,6 +18,7 @@ from infra.weights import WeightsLocation
 from sizing.planning.planner import plan_for
 from tests.k8s_support import STACK_FILES, flag_values
 from tests.plan_factory import make_pool
+from tests.pulumi_harness import pins
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "stacks" / "Pulumi.dev.yaml"
@@ -154,7 +155,7 @@ def test_the_compose_file_runs_the_same_flags_and_requires_the_key() -> None:
 
     plan = plan_for(DEV, SGLANG)
     pool = plan.pools[0]
-    files = build(plan)
+    files = build(plan, pins())
     svc = files.compose["services"]["sglang"]
     assert "lmsysorg/sglang:" in svc["image"]
     assert svc["entrypoint"][:2] == ["/bin/sh", "-c"] and "sglang.launch_server" in svc["entrypoint"][2]
