@@ -104,11 +104,12 @@ class ImagePins:
         img = deployed_images()[key]
         return replace(img, digest=self.digests.get(key))
 
-    def warning(self) -> str:
-        """One line when some images go by tag, else ""."""
-        if not self.unpinned:
+    def warning(self, keys: tuple[str, ...] | None = None) -> str:
+        """One line when some images (of `keys`, default all) go by tag, else ""."""
+        unpinned = [k for k in self.unpinned if keys is None or k in keys]
+        if not unpinned:
             return ""
-        return (f"warning: images deployed by tag, not digest ({OPT_OUT}: true): {', '.join(self.unpinned)}; "
+        return (f"warning: images deployed by tag, not digest ({OPT_OUT}: true): {', '.join(unpinned)}; "
                 f"pin them with llmcap images lock (writes {self.lock_file})")
 
     @staticmethod
