@@ -33,14 +33,17 @@ SYSTEM_NODES = {ROLE_LABEL: "system"}  # the untainted CPU node group (infra/clu
 
 
 def chart_image_values(key: str, registry_host: str | None, pins: ImagePins | None) -> dict[str, Any]:
-    """`image.repository` and `image.tag` of the chart's image through the pull-through cache, the tag
-    with its locked digest (`v1.35.0@sha256:...`: both charts write "repository:tag", versions.yaml), or
-    {} for the chart's default (tests of the values only)."""
+    """`<values_key>.repository` and `.tag` of the chart's image through the pull-through cache (values_key
+    `image` unless versions.yaml says otherwise), the tag with its locked digest (`v1.35.0@sha256:...`:
+    each chart writes "repository:tag", versions.yaml), or {} for the chart's default (tests only)."""
     if registry_host is None or pins is None or settings.chart_image_pin(key) is None:
         return {}
     img = pins.image(key)
-    return {"image": {"repository": f"{registry_host}/{registry_prefix(img.registry)}/{img.image}",
-                      "tag": img.pin[1:]}}
+    values: dict[str, Any] = {"repository": f"{registry_host}/{registry_prefix(img.registry)}/{img.image}",
+                              "tag": img.pin[1:]}
+    for part in reversed(settings.chart_image_values_key(key).split(".")):  # e.g. image.manager (LWS)
+        values = {part: values}
+    return values
 
 
 def load_balancer_controller_values(cluster_name: str, vpc_id: str, region: str,

@@ -92,6 +92,9 @@ def vllm_command(pool: Pool) -> list[str]:
     return args
 
 
+COMPOSE_IMAGES = ("vllm", "prometheus")  # the images the compose target runs
+
+
 def build(plan: Plan, pins: ImagePins) -> ComposeFiles:
     """The compose files; `pins`: the image digests from the image lock (infra/image_lock.py)."""
     pool = single_server_pool(plan)

@@ -104,11 +104,12 @@ class ImagePins:
         img = deployed_images()[key]
         return replace(img, digest=self.digests.get(key))
 
-    def warning(self) -> str:
-        """One line when some images go by tag, else ""."""
-        if not self.unpinned:
+    def warning(self, keys: tuple[str, ...] | None = None) -> str:
+        """One line when some images (of `keys`, default all) go by tag, else ""."""
+        unpinned = [k for k in self.unpinned if keys is None or k in keys]
+        if not unpinned:
             return ""
-        return (f"warning: images deployed by tag, not digest ({OPT_OUT}: true): {', '.join(self.unpinned)}; "
+        return (f"warning: images deployed by tag, not digest ({OPT_OUT}: true): {', '.join(unpinned)}; "
                 f"pin them with llmcap images lock (writes {self.lock_file})")
 
     @staticmethod
@@ -121,17 +122,19 @@ class ImagePins:
                 f"{', '.join(k.replace('_', '-') for k in charts)} (why: infra/data/versions.yaml "
                 f"images_not_locked)")
 
-    @staticmethod
-    def locked(lock: ImageLock | None, lock_file: str) -> tuple[dict[str, str], list[str]]:
-        digests: dict[str, str] = {}
-        missing: list[str] = []
-        for key, img in deployed_images().items():
-            entry = lock.images.get(key) if lock else None
-            if entry is not None and entry.reference == upstream_reference(img):
-                digests[key] = entry.digest
-            else:
-                missing.append(key)
-        return digests, missing
+
+
+def locked_digests(lock: ImageLock | None) -> tuple[dict[str, str], list[str]]:
+    """Each deployed image's digest where the lock has one for today's pin; the keys it has none for."""
+    digests: dict[str, str] = {}
+    missing: list[str] = []
+    for key, img in deployed_images().items():
+        entry = lock.images.get(key) if lock else None
+        if entry is not None and entry.reference == upstream_reference(img):
+            digests[key] = entry.digest
+        else:
+            missing.append(key)
+    return digests, missing
 
 
 def resolve_pins(stack_file: str | Path, allow_unpinned: bool) -> ImagePins:
@@ -139,7 +142,7 @@ def resolve_pins(stack_file: str | Path, allow_unpinned: bool) -> ImagePins:
     none (no lock, or a lock for another tag) and the stack has not opted out."""
     path = lock_path(stack_file)
     shown = path.as_posix()
-    digests, missing = ImagePins.locked(read_lock(path), shown)
+    digests, missing = locked_digests(read_lock(path))
     if missing and not allow_unpinned:
         why = "no image lock" if not path.exists() else f"no digest for today's pin of {', '.join(missing)}"
         raise ImageLockError(f"{shown}: {why}: run llmcap images lock {Path(stack_file).as_posix()} where the "

@@ -17,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra import autoscaling, netpol, settings
+from infra.addons import chart_image_values
 from infra.app_objects import namespace_object, secret_object, service_account_object
 from infra.components import apply
 from infra.components.observability import Observability, ObservabilityArgs
@@ -109,7 +110,7 @@ class KubernetesApp(pulumi.ComponentResource):
         plan, ns, d = args.plan, args.namespace, args.deployment
         child = pulumi.ResourceOptions(parent=self)
 
-        addons = self._addons(plan, child)
+        addons = self._addons(plan, child, args)
         ns_res = apply.create(namespace_object(ns), child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns_res])
         # default deny, then only the paths the stack needs (before any pod starts)
@@ -161,9 +162,11 @@ class KubernetesApp(pulumi.ComponentResource):
         self.endpoint = router.endpoint
         self.register_outputs({"endpoint": self.endpoint})
 
-    def _addons(self, plan: Plan, child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
-        """The cluster add-ons every pool needs (kube-prometheus-stack is Observability's)."""
-        def release(key: str, values: dict[str, Any]) -> k8s.helm.v3.Release:
+    def _addons(self, plan: Plan, child: pulumi.ResourceOptions, args: KubernetesAppArgs
+                ) -> dict[str, pulumi.Resource]:
+        """The cluster add-ons every pool needs (kube-prometheus-stack is Observability's); a chart whose
+        image versions.yaml pins comes through the registry cache at its locked digest (infra/addons.py)."""
+        def release(key: str, values: pulumi.Input[dict[str, Any]]) -> k8s.helm.v3.Release:
             c = settings.chart(key)
             return k8s.helm.v3.Release(
                 c.name, name=c.name, chart=c.chart, version=c.version, namespace=c.namespace,
@@ -175,5 +178,9 @@ class KubernetesApp(pulumi.ComponentResource):
             "keda": release("keda", {}),
         }
         if any(p.nodes_per_replica > 1 for p in plan.pools):
-            out["lws"] = release("leaderworkerset", {})
+            pins, host = args.image_pins, args.registry_host
+            lws_values: pulumi.Input[dict[str, Any]] = (
+                pulumi.Output.from_input(host).apply(lambda h: chart_image_values("leaderworkerset", h, pins))
+                if host is not None and pins is not None else {})
+            out["lws"] = release("leaderworkerset", lws_values)
         return out

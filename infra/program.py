@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 
 from infra import exports, settings
-from infra.addons import CLUSTER_AUTOSCALER_CHART, LOAD_BALANCER_CONTROLLER_CHART, ClusterAddons, ClusterAddonsArgs
+from infra.addons import ClusterAddons, ClusterAddonsArgs
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
 from infra.ecr import PullThroughCache, PullThroughCacheArgs
@@ -127,8 +127,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
 
     # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
-    chart_upstreams = [img.registry for key in (LOAD_BALANCER_CONTROLLER_CHART, CLUSTER_AUTOSCALER_CHART)
-                       if (img := settings.chart_image_pin(key))]
+    chart_upstreams = [img.registry for key in settings.chart_keys() if (img := settings.chart_image_pin(key))]
     cache = PullThroughCache(name, PullThroughCacheArgs(
         region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
         node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))

@@ -70,6 +70,11 @@ def charts_not_locked() -> dict[str, str]:
             if v.get("images_not_locked")}
 
 
+def chart_image_values_key(key: str) -> str:
+    """Where the chart's values hold its image's repository and tag (versions.yaml `values_key`)."""
+    return str(_load("versions.yaml")["charts"][key]["image"].get("values_key") or "image")
+
+
 def chart_image_pin(key: str) -> Image | None:
     """The image of a chart that llmcap routes through the registry cache, at the tag the chart runs
     (versions.yaml `charts.<key>.image`), or None."""

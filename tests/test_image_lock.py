@@ -160,7 +160,8 @@ def test_images_lock_writes_every_deployed_images_digest(project: Path, registry
     lock = ImageLock.model_validate_json((project / "stacks" / "images.lock.json").read_text())
     images = deployed_images()
     assert set(lock.images) == set(images) >= {"vllm", "router", "aws_cli", "prometheus",
-                                               "aws_load_balancer_controller", "cluster_autoscaler"}
+                                               "aws_load_balancer_controller", "cluster_autoscaler",
+                                               "leaderworkerset"}
     from infra.registry import prefix
 
     for key, img in images.items():
@@ -257,6 +258,11 @@ def test_the_locked_digests_reach_every_image_and_chart(project: Path) -> None:
     ca = cluster_autoscaler_values("c", "us-east-1", host, pins)["image"]
     assert ca == {"repository": f"{host}/k8s/autoscaling/cluster-autoscaler",
                   "tag": f"v1.35.0@{digests['cluster_autoscaler']}"}
+    from infra.addons import chart_image_values
+
+    lws = chart_image_values("leaderworkerset", host, pins)
+    assert lws == {"image": {"manager": {"repository": f"{host}/k8s/lws/lws",
+                                         "tag": f"v0.10.0@{digests['leaderworkerset']}"}}}
     services = build(make_plan(), pins).compose["services"]
     assert services["vllm"]["image"] == f"vllm/vllm-openai:v0.33.0@{digests['vllm']}"
     assert services["prometheus"]["image"].endswith(f"@{digests['prometheus']}")
@@ -297,6 +303,21 @@ def test_a_rendered_stack_pulls_every_container_by_digest_through_the_cache(proj
     assert tags["cluster-autoscaler"].endswith(digests["cluster_autoscaler"])
 
 
+def test_the_leaderworkerset_controller_is_pulled_by_digest_through_the_cache(project: Path) -> None:
+    from infra.program import render_stack
+    from sizing.catalog.lookup import load_catalog
+    from sizing.planning.planner import plan_stack
+
+    digests = fake_lock(project / "stacks" / "images.lock.json")
+    stack = load_stack(project / "stacks" / "Pulumi.llama405b.yaml")  # a replica spans two nodes: LWS
+    pins = resolve_pins(project / "stacks" / "Pulumi.llama405b.yaml", allow_unpinned=False)
+    result = render_stack(stack, plan_stack(stack, load_catalog()), load_catalog(), pins)
+    (lws,) = [r for r in result.resources if r.type == "kubernetes:helm.sh/v3:Release" and r.name == "leaderworkerset"]
+    manager = lws.inputs["values"]["image"]["manager"]
+    assert manager["repository"].endswith(".dkr.ecr.us-east-1.amazonaws.com/k8s/lws/lws")
+    assert manager["tag"] == f"v0.10.0@{digests['leaderworkerset']}"
+
+
 def test_the_fit_table_says_how_images_are_pinned(project: Path) -> None:
     from infra.fit import FitContext, check_deployable
     from sizing.catalog.lookup import load_catalog
@@ -321,19 +342,20 @@ def test_chart_image_tags_follow_the_pinned_chart_app_versions() -> None:
     doc = yaml.safe_load((ROOT / "infra" / "data" / "versions.yaml").read_text())
     for key, chart in doc["charts"].items():
         if "image" in chart:
-            assert chart["image"]["tag"].lstrip("v") == str(chart["app_version"]).lstrip("v"), key
+            # the chart's appVersion where versions.yaml records it, else the release (LWS: chart = release)
+            expected = str(chart.get("app_version") or chart["version"]).lstrip("v")
+            assert chart["image"]["tag"].lstrip("v") == expected, key
 
 
 def test_render_names_the_chart_images_not_yet_locked(project: Path) -> None:
     """Until a chart's sub-images are cached and locked, render says which charts in one line."""
     from infra import settings
 
-    assert set(settings.charts_not_locked()) == {"nvidia_device_plugin", "keda", "kube_prometheus_stack",
-                                                 "leaderworkerset"}
+    assert set(settings.charts_not_locked()) == {"nvidia_device_plugin", "keda", "kube_prometheus_stack"}
     note = ImagePins.charts_note()
     assert note == ("warning: chart images not pinned by digest nor pulled through the cache yet: "
-                    "nvidia-device-plugin, keda, kube-prometheus-stack, leaderworkerset (why: "
-                    "infra/data/versions.yaml images_not_locked)")
+                    "nvidia-device-plugin, keda, kube-prometheus-stack (why: infra/data/versions.yaml "
+                    "images_not_locked)")
     code, out = cli("render", "stacks/Pulumi.dev.yaml", "--out", "out")
     assert code == 0, out
     assert note in out.splitlines() and any(line.startswith("warning: images deployed by tag") for line in

@@ -92,13 +92,13 @@ def render(
     if warning:  # only once the stack is renderable: an error stays one line
         typer.echo(warning, err=True)
     if target == "compose":
-        from infra.compose import ComposeTargetError, write_compose
+        from infra.compose import COMPOSE_IMAGES, ComposeTargetError, write_compose
 
         try:
             written, note = render_into(out, stack.name, target, lambda d: write_compose(plan, d, pins))
         except ComposeTargetError as e:
             raise SpecError(str(e)) from None
-        _report(which, note, written, pins.warning())
+        _report(which, note, written, pins.warning(COMPOSE_IMAGES))
         return
 
     from infra.fit import FitContext, NotDeployable, check_deployable, print_fit_table
