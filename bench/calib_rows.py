@@ -1,5 +1,6 @@
-"""How each published measurement in ../shared/calibration/perf_points.csv and perf_points_2026.csv
-maps onto the model (both files together by default).
+"""How each published measurement in bench/calibration/perf_points.csv and perf_points_2026.csv (the
+in-repo copy of the project's calibration data, bench/calibration/VENDORED.md) maps onto the model
+(both files together by default).
 
 Shared by bench/calibrate.py and bench/accuracy.py. Every interpretation of a source that the
 CSV does not state is an ASSUMPTION listed in BENCHMARK_ASSUMPTIONS, which calibrate.py copies
@@ -26,7 +27,7 @@ from sizing.perf.load import (
 )
 from sizing.perf.replica import ReplicaConfig
 
-CALIB_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "calibration"
+CALIB_DIR = Path(__file__).resolve().parent / "calibration"  # bench/calibration/VENDORED.md
 DEFAULT_CSV = CALIB_DIR / "perf_points.csv"
 DEFAULT_CSVS = (CALIB_DIR / "perf_points.csv", CALIB_DIR / "perf_points_2026.csv")
 

@@ -1,7 +1,7 @@
 """Fit the performance model's constants to published measurements and write
 sizing/data/perf_calibration.json (the only writer of that file).
 
-Reads both calibration files (../shared/calibration/perf_points.csv and perf_points_2026.csv, or
+Reads both calibration files (bench/calibration/perf_points.csv and perf_points_2026.csv, or
 the paths given), fits the ~20 bounded physical constants of sizing.catalog.calibration.PARAMS by
 prior-regularised robust least squares (bench/fitting.py), records for each its prior, bounds,
 fitted value and the sources that pin it, then refits once per source left out
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
         "what": "fitted constants of the performance model (sizing/perf/step.py, sizing/perf/load.py); written by "
                 "bench/calibrate.py, do not edit by hand",
         "fitted_on": dt.date.today().isoformat(),
-        "source_file": "../shared/calibration/perf_points.csv + perf_points_2026.csv (published benchmarks; see "
+        "source_file": "bench/calibration/perf_points.csv + perf_points_2026.csv (published benchmarks; see "
                        "their README)",
         "rows": len(rows),
         "method": "scipy least_squares (soft-L1, bounded, in log space) on log(pred/meas); each (source, metric "
