@@ -1,6 +1,6 @@
-"""How each published measurement in bench/calibration/perf_points.csv and perf_points_2026.csv (the
-in-repo copy of the project's calibration data, bench/calibration/VENDORED.md) maps onto the model
-(both files together by default).
+"""How each published measurement in bench/calibration/perf_points.csv, perf_points_2026.csv and
+perf_points_2026_ext.csv (the in-repo copy of the project's calibration data,
+bench/calibration/VENDORED.md) maps onto the model (all three files together by default).
 
 Shared by bench/calibrate.py and bench/accuracy.py. Every interpretation of a source that the
 CSV does not state is an ASSUMPTION listed in BENCHMARK_ASSUMPTIONS, which calibrate.py copies
@@ -29,7 +29,9 @@ from sizing.perf.replica import ReplicaConfig
 
 CALIB_DIR = Path(__file__).resolve().parent / "calibration"  # bench/calibration/VENDORED.md
 DEFAULT_CSV = CALIB_DIR / "perf_points.csv"
-DEFAULT_CSVS = (CALIB_DIR / "perf_points.csv", CALIB_DIR / "perf_points_2026.csv")
+DEFAULT_CSVS = tuple(CALIB_DIR / f for f in ("perf_points.csv", "perf_points_2026.csv", "perf_points_2026_ext.csv"))
+GLM_AIR = str(CALIB_DIR / "configs" / "GLM-4.5-Air" / "config.json")  # read by the glm4_moe reader
+GLM_46 = str(CALIB_DIR / "configs" / "GLM-4.6" / "config.json")
 
 MODELS = {
     "Llama-2-7B": "llama-2-7b", "Llama-2-13B": "llama-2-13b", "Llama-2-70B": "llama-2-70b",
@@ -41,6 +43,20 @@ MODELS = {
     "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b",
     "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct-AWQ": "qwen2.5-7b-instruct",
     "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B (AWQ checkpoint)": "qwen3-30b-a3b",
+    # perf_points_2026_ext.csv
+    "deepseek-ai/DeepSeek-R1": "deepseek-r1", "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
+    "/workspace/DeepSeek-R1-0528": "deepseek-r1", "meta-llama/Llama-3.1-405B-FP8": "llama-3.1-405b-instruct",
+    "zai-org/GLM-4.5-Air": GLM_AIR, "GLM-4.5-Air": GLM_AIR, "zai-org/GLM-4.5-Air-FP8": GLM_AIR,
+    "zai-org/GLM-4.6": GLM_46, "zai-org/GLM-4.6-FP8": GLM_46,
+    # BENCHMARK_ASSUMPTIONS["deepseek_v32_as_v3"]
+    "deepseek-ai/DeepSeek-V3.2": "deepseek-v3", "/workspace/DeepSeek-v3.2": "deepseek-v3",
+}
+# rows of models the catalog cannot size yet: left out of the fit and the tables, counted by reason
+UNMODELLED = {
+    "Qwen/Qwen3.5-9B": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
+    "Qwen/Qwen3.5-35B-A3B": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
+    "Qwen/Qwen3.5-35B-A3B-FP8": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
+    "Nemotron Nano 30B (NVIDIA; exact HF id not stated)": "Nemotron Nano 30B (Mamba hybrid): no config, no reader",
 }
 ENGINES = {"TensorRT-LLM": "tensorrt-llm", "NVIDIA NIM (TensorRT-LLM backend)": "tensorrt-llm",
            "vLLM": "vllm", "SGLang": "sglang", "HF TGI (SageMaker LLM DLC)": "tgi"}
@@ -101,6 +117,10 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                   "SageMaker LLM DLC runs TGI 1.0.3 (2023-09)"},
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
+    "deepseek_v32_as_v3": "DeepSeek-V3.2 rows are sized as DeepSeek-V3 (the same tensors; V3.2 adds the DSA "
+                          "lightning indexer): its sparse attention is not modelled, every query reads the whole KV",
+    "glm_configs": "GLM-4.5-Air and GLM-4.6 (and their -FP8 checkpoints at fp8 weights) are sized from the "
+                   "config.json reconstructions in bench/calibration/configs (sources in its SOURCES.md)",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }
 
@@ -163,10 +183,12 @@ class CalRow:
     gpu: str = ""
 
 
-def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
-    """Rows of one file, or of both calibration files (path None)."""
+def load_rows(catalog: Catalog, path: Path | str | None = None,
+              skipped: dict[str, int] | None = None) -> list[CalRow]:
+    """Rows of one file, or of all calibration files (path None); rows of UNMODELLED models are left
+    out and counted by reason in `skipped` when given."""
     if path is None:
-        return [r for p in DEFAULT_CSVS for r in load_rows(catalog, p)]
+        return [r for p in DEFAULT_CSVS for r in load_rows(catalog, p, skipped)]
     a = BENCHMARK_ASSUMPTIONS
     share = a["sharegpt_mean_tokens"]
     tail = a["sharegpt_tail"]
@@ -175,6 +197,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             src = r["id"].split("-")[0]
+            if r["model"] in UNMODELLED:
+                if skipped is not None:
+                    why = UNMODELLED[r["model"]]
+                    skipped[why] = skipped.get(why, 0) + 1
+                continue
             engine = ENGINES[r["engine"]]
             notes = r["notes"]
             kv = "fp8" if "fp8" in r["kv_dtype"] else "auto"
