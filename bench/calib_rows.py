@@ -10,6 +10,7 @@ into sizing/data/perf_calibration.json so the fit says what it assumed.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sizing.catalog.lookup import Catalog
+from sizing.catalog.records import ModelArch
 from sizing.perf.load import (
     LoadEstimate,
     WorkloadShape,
@@ -48,8 +50,8 @@ MODELS = {
     "/workspace/DeepSeek-R1-0528": "deepseek-r1", "meta-llama/Llama-3.1-405B-FP8": "llama-3.1-405b-instruct",
     "zai-org/GLM-4.5-Air": GLM_AIR, "GLM-4.5-Air": GLM_AIR, "zai-org/GLM-4.5-Air-FP8": GLM_AIR,
     "zai-org/GLM-4.6": GLM_46, "zai-org/GLM-4.6-FP8": GLM_46,
-    # BENCHMARK_ASSUMPTIONS["deepseek_v32_as_v3"]
-    "deepseek-ai/DeepSeek-V3.2": "deepseek-v3", "/workspace/DeepSeek-v3.2": "deepseek-v3",
+    # BENCHMARK_ASSUMPTIONS["deepseek_v32"]
+    "deepseek-ai/DeepSeek-V3.2": "deepseek-v3.2", "/workspace/DeepSeek-v3.2": "deepseek-v3.2",
 }
 # rows of models the catalog cannot size yet: left out of the fit and the tables, counted by reason
 UNMODELLED = {
@@ -117,8 +119,12 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                   "SageMaker LLM DLC runs TGI 1.0.3 (2023-09)"},
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
-    "deepseek_v32_as_v3": "DeepSeek-V3.2 rows are sized as DeepSeek-V3 (the same tensors; V3.2 adds the DSA "
-                          "lightning indexer): its sparse attention is not modelled, every query reads the whole KV",
+    "deepseek_v32": {
+        "index_topk": 2048, "index_n_heads": 64, "index_head_dim": 128,
+        "why": "DeepSeek-V3.2 rows are sized as the catalog's DeepSeek-V3 with DeepSeek sparse attention added "
+               "(deepseek-ai/DeepSeek-V3.2-Exp inference/model.py ModelArgs index_n_heads 64, index_head_dim 128, "
+               "index_topk 2048; its config.json is V3's plus these and model_type deepseek_v32); the indexer's "
+               "~0.8B weights (0.1%) are not added to V3's 671B"},
     "glm_configs": "GLM-4.5-Air and GLM-4.6 (and their -FP8 checkpoints at fp8 weights) are sized from the "
                    "config.json reconstructions in bench/calibration/configs (sources in its SOURCES.md)",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
@@ -183,6 +189,16 @@ class CalRow:
     gpu: str = ""
 
 
+def _model(catalog: Catalog, name: str) -> ModelArch:
+    if name != "deepseek-v3.2":
+        return catalog.model(name)
+    dsa = BENCHMARK_ASSUMPTIONS["deepseek_v32"]
+    assert isinstance(dsa, dict)
+    return dataclasses.replace(catalog.model("deepseek-v3"), hf_id="deepseek-ai/DeepSeek-V3.2",
+                               short_name="deepseek-v3.2", model_type="deepseek_v32", index_topk=dsa["index_topk"],
+                               index_n_heads=dsa["index_n_heads"], index_head_dim=dsa["index_head_dim"])
+
+
 def load_rows(catalog: Catalog, path: Path | str | None = None,
               skipped: dict[str, int] | None = None) -> list[CalRow]:
     """Rows of one file, or of all calibration files (path None); rows of UNMODELLED models are left
@@ -233,7 +249,7 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                     src == "gpustackq" and "awq" in r["weight_dtype"].lower()
                     and "marlin" not in r["weight_dtype"].lower()):
                 limits["awq_marlin"] = False
-            cfg = ReplicaConfig(model=catalog.model(MODELS[r["model"]]), gpu=r["gpu"],
+            cfg = ReplicaConfig(model=_model(catalog, MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
                                 kv_cache_dtype=kv, engine=engine, **limits)  # type: ignore[arg-type]
             isl = float(r["isl"]) if r["isl"] else float(share["prompt"])
