@@ -1,16 +1,24 @@
-"""Out-of-sample accuracy of the performance model on both calibration files.
+"""Out-of-sample accuracy of the performance model on all three calibration files, sources grouped
+by publisher and harness (bench/source_groups.csv: the GPUStack lab's pages are one group, NVIDIA's
+docs one, each blog one, ...).
 
-Prints FIRST leave-one-source-out error (refit the constants without a source, predict that
-source's rows) per source and the median of per-source medians, for throughput, TTFT, ITL/TPOT
-and E2E at each statistic the rows give (mean, median, p95, p99); then leave-one-GPU-out; then
-the in-sample error of the bundled calibration (sizing/data/perf_calibration.json).
+Prints FIRST the leave-one-group-out error (refit the constants without a group, predict that
+group's rows) per group and the median of per-group medians, for throughput, TTFT, ITL/TPOT and
+E2E at each statistic the rows give (mean, median, p95, p99); then the same per regime (low load,
+near capacity, burst, long prompts >= 4k, MoE on several GPUs); then the in-sample error of the
+bundled calibration (sizing/data/perf_calibration.json), per group.
 
-Usage: python bench/accuracy.py [CSV ...] [--rows] [--in-sample-only] [--no-gpu]
-A full run refits 12 + 7 times: minutes on one core.
+Usage: python bench/accuracy.py [CSV ...] [--quick] [--jobs N] [--by-source] [--gpu] [--rows]
+       [--in-sample-only] [--json FILE]
+--quick refits with at most 40 evaluations (iteration, not the headline); --jobs runs N refits at
+once (at most 2 on a shared machine); --by-source adds the old leave-one-source-out table and --gpu
+the leave-one-GPU-out one; --json writes every held-out row's prediction.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import statistics
 import sys
 import time
@@ -29,9 +37,46 @@ from sizing.catalog.lookup import Catalog, load_catalog  # noqa: E402
 
 GROUPS = ("throughput", "ttft", "itl", "e2e")
 STATS = ("mean", "p50", "p95", "p99")
-TARGETS = {"throughput": 0.15, "ttft": 0.20, "itl": 0.20}
+TARGETS = {"throughput": 0.12, "ttft": 0.18, "itl": 0.18}
+GROUPS_FILE = Path(__file__).resolve().parent / "source_groups.csv"
+LONG_PROMPT = 4096  # tokens: the "long prompts" regime
+LOW_CONCURRENCY = 8  # closed loop at or below: "low load"
+LOW_RATE = 2.0  # requests/s, Poisson at or below: "low load"; above: "near capacity"
+HIGH_CONCURRENCY = 64  # closed loop at or above: "near capacity"
 
 Err = list[tuple[CalRow, float, float]]  # (row, prediction, |pred - meas| / meas)
+
+
+def source_groups() -> dict[str, str]:
+    """source prefix -> publisher/harness group (bench/source_groups.csv, each with its reason)."""
+    with open(GROUPS_FILE, newline="", encoding="utf-8") as f:
+        return {r["source"]: r["group"] for r in csv.DictReader(f)}
+
+
+def group_key() -> Callable[[CalRow], str]:
+    groups = source_groups()
+
+    def key(r: CalRow) -> str:
+        if r.source not in groups:
+            raise SystemExit(f"error: source {r.source!r} has no group in {GROUPS_FILE.name}: add its row")
+        return groups[r.source]
+    return key
+
+
+def regimes(r: CalRow) -> list[str]:
+    """The regimes a row belongs to (a row may be in several; definitions in the module constants)."""
+    out = []
+    if r.mode in ("burst", "offline"):
+        out.append("burst")
+    elif (r.mode == "closed" and r.load <= LOW_CONCURRENCY) or (r.mode == "open" and r.load <= LOW_RATE):
+        out.append("low load")
+    elif (r.mode == "closed" and r.load >= HIGH_CONCURRENCY) or (r.mode == "open" and r.load > LOW_RATE):
+        out.append("near capacity")
+    if r.shape.prompt_tokens >= LONG_PROMPT:
+        out.append("long prompts")
+    if r.cfg.model.is_moe and r.cfg.tp * r.cfg.pp > 1:
+        out.append("MoE multi-GPU")
+    return out
 
 
 def row_errors(catalog: Catalog, rows: list[CalRow]) -> Err:
@@ -44,8 +89,8 @@ def row_errors(catalog: Catalog, rows: list[CalRow]) -> Err:
 
 
 def summarize(errs: Err, key: Callable[[CalRow], str] = lambda r: r.source) -> dict[str, dict[str, float]]:
-    """{source: {group: median APE}} plus "overall" (median of per-source medians). Keys
-    "group/stat" hold the same per statistic."""
+    """{group: {metric group: median APE}} plus "overall" (median of per-group medians). Keys
+    "metric/stat" hold the same per statistic."""
     acc: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r, _, e in errs:
         g = metric_group(r.metric)
@@ -57,19 +102,37 @@ def summarize(errs: Err, key: Callable[[CalRow], str] = lambda r: r.source) -> d
     return out
 
 
-def held_out(catalog: Catalog, rows: list[CalRow], key: Callable[[CalRow], str], log: bool = True) -> Err:
-    """Refit without each group of rows (by `key`) and predict that group: every row's held-out error."""
+def _refit_one(args: tuple[Catalog, list[CalRow], list[CalRow], int]) -> list[float]:
+    catalog, train, test, nfev = args
+    values, _ = fit(catalog, train, max_nfev=nfev)
+    return [float(p) for p in predictions(catalog, test, values)]
+
+
+def held_out(catalog: Catalog, rows: list[CalRow], key: Callable[[CalRow], str], log: bool = True,
+             jobs: int = 1, max_nfev: int = 400) -> Err:
+    """Refit without each group of rows (by `key`) and predict that group: every row's held-out error.
+    `jobs` > 1 runs that many refits at once (forked processes)."""
+    names = sorted({key(r) for r in rows})
+    work = [(catalog, [r for r in rows if key(r) != g], [r for r in rows if key(r) == g], max_nfev) for g in names]
+    t0 = time.time()
+    if jobs > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(min(jobs, 2)) as pool:
+            preds = pool.map(_refit_one, work, chunksize=1)
+    else:
+        preds = []
+        for g, w in zip(names, work, strict=True):
+            t = time.time()
+            preds.append(_refit_one(w))
+            if log:
+                print(f"  refit without {g:12} ({len(w[1])} rows) and predicted its {len(w[2])}: "
+                      f"{time.time() - t:.0f} s", file=sys.stderr)
+    if log:
+        print(f"  {len(names)} refits: {time.time() - t0:.0f} s wall", file=sys.stderr)
     out: Err = []
-    for g in sorted({key(r) for r in rows}):
-        t = time.time()
-        train = [r for r in rows if key(r) != g]
-        test = [r for r in rows if key(r) == g]
-        values, _ = fit(catalog, train)
-        pred = predictions(catalog, test, values)
-        out += [(r, float(p), abs(p - r.value) / r.value) for r, p in zip(test, pred, strict=True)]
-        if log:
-            print(f"  refit without {g:12} ({len(train)} rows) and predicted its {len(test)}: {time.time() - t:.0f} s",
-                  file=sys.stderr)
+    for w, pred in zip(work, preds, strict=True):
+        out += [(r, p, abs(p - r.value) / r.value) for r, p in zip(w[2], pred, strict=True)]
     override_calibration(None)
     return out
 
@@ -84,23 +147,49 @@ def _counts(errs: Err, key: Callable[[CalRow], str]) -> dict[str, dict[str, int]
 def print_table(title: str, errs: Err, key: Callable[[CalRow], str] = lambda r: r.source) -> dict[str, float]:
     summ, counts = summarize(errs, key), _counts(errs, key)
     print(title)
-    print(f"{'':12}" + "".join(f"{g:>17}" for g in GROUPS))
+    print(f"{'':14}" + "".join(f"{g:>17}" for g in GROUPS))
     for s in sorted(k for k in summ if k != "overall"):
-        cells = [f"{summ[s][g]:6.1%} (n={counts[s][g]:3})" if g in summ[s] else "" for g in GROUPS]
-        print(f"{s:12}" + "".join(f"{c:>17}" for c in cells))
+        cells = [f"{summ[s][g]:6.1%} (n={counts[s][g]:4})" if g in summ[s] else "" for g in GROUPS]
+        print(f"{s:14}" + "".join(f"{c:>17}" for c in cells))
     o = summ["overall"]
-    print(f"{'median':12}" + "".join(f"{o[g]:>17.1%}" if g in o else f"{'':>17}" for g in GROUPS))
-    print("  by statistic (median of per-source medians): " + "; ".join(
+    print(f"{'median':14}" + "".join(f"{o[g]:>17.1%}" if g in o else f"{'':>17}" for g in GROUPS))
+    print("  by statistic (median of per-group medians): " + "; ".join(
         f"{g} " + ", ".join(f"{st} {o[f'{g}/{st}']:.1%}" for st in STATS if f"{g}/{st}" in o) for g in GROUPS))
     return o
 
 
-def goodput_range(errs: Err) -> tuple[float, float]:
-    """p10 and p90 of measured / predicted throughput over held-out rows, each source weighted equally."""
+def print_regimes(title: str, errs: Err, key: Callable[[CalRow], str]) -> dict[str, dict[str, float]]:
+    """Per regime, the median of per-group medians (and the rows and groups behind it)."""
+    print(title)
+    print(f"{'':14}" + "".join(f"{g:>22}" for g in GROUPS))
+    out = {}
+    for reg in ("low load", "near capacity", "burst", "long prompts", "MoE multi-GPU"):
+        sub = [e for e in errs if reg in regimes(e[0])]
+        if not sub:
+            continue
+        summ, counts = summarize(sub, key), _counts(sub, key)
+        o = summ["overall"]
+        out[reg] = {g: o[g] for g in GROUPS if g in o}
+        cells = []
+        for g in GROUPS:
+            n = sum(c.get(g, 0) for c in counts.values())
+            k = sum(1 for c in counts.values() if c.get(g, 0))
+            cells.append(f"{o[g]:6.1%} (n={n:4}, g={k})" if g in o else "")
+        print(f"{reg:14}" + "".join(f"{c:>22}" for c in cells))
+    print(f"  regimes: burst = all prompts at once (finite burst or offline); low load = closed loop <= "
+          f"{LOW_CONCURRENCY} in flight or Poisson <= {LOW_RATE:g} req/s; near capacity = closed loop >= "
+          f"{HIGH_CONCURRENCY} or Poisson > {LOW_RATE:g} req/s; long prompts = >= {LONG_PROMPT} tokens in; MoE "
+          "multi-GPU = an MoE model on TP x PP > 1 (a row may be in several; n rows, g groups)")
+    return out
+
+
+def goodput_range(errs: Err, key: Callable[[CalRow], str] = lambda r: r.source) -> tuple[float, float]:
+    """p10 and p90 of measured / predicted throughput over held-out rows, each group (by `key`) weighted
+    equally."""
     per: dict[str, list[float]] = defaultdict(list)
     for r, p, _ in errs:
         if metric_group(r.metric) == "throughput" and p > 0:
-            per[r.source].append(r.value / p)
+            per[key(r)].append(r.value / p)
     vals, wts = [], []
     for v in per.values():
         vals += v
@@ -111,31 +200,60 @@ def goodput_range(errs: Err) -> tuple[float, float]:
     return float(sv[np.searchsorted(cw, 0.10)]), float(sv[np.searchsorted(cw, 0.90)])
 
 
+def _arg(argv: list[str], name: str, default: str) -> str:
+    return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else default
+
+
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv if not a.startswith("--")]
+    valued = {"--jobs", "--json"}
+    paths = [Path(a) for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] not in valued)]
+    jobs = int(_arg(argv, "--jobs", "1"))
+    nfev = 40 if "--quick" in argv else 400
     catalog = load_catalog()
-    rows = [r for p in paths for r in load_rows(catalog, p)] if paths else load_rows(catalog)
-    names = ", ".join(p.name for p in paths) if paths else "perf_points.csv + perf_points_2026.csv"
+    skipped: dict[str, int] = {}
+    rows = [r for p in paths for r in load_rows(catalog, p, skipped)] if paths else load_rows(catalog, None, skipped)
+    names = ", ".join(p.name for p in paths) if paths else \
+        "perf_points.csv + perf_points_2026.csv + perf_points_2026_ext.csv"
+    for why, n in sorted(skipped.items()):
+        print(f"left out {n} rows: {why}")
+    key = group_key()
     ok = True
     if "--in-sample-only" not in argv:
-        loso = held_out(catalog, rows, lambda r: r.source)
-        o = print_table(f"LEAVE-ONE-SOURCE-OUT median absolute % error on {names} ({len(rows)} rows): "
-                        "refit without the source, predict it", loso)
-        ok = all(o.get(g, 1.0) <= t for g, t in TARGETS.items())
-        print("targets (held out: throughput <= 15%, TTFT <= 20%, ITL/TPOT <= 20%):", "met" if ok else "NOT met")
-        lo, hi = goodput_range(loso)
-        print(f"held-out measured/predicted throughput: p10 {lo:.2f}, p90 {hi:.2f}")
-        if "--no-gpu" not in argv:
+        t = time.time()
+        logo = held_out(catalog, rows, key, jobs=jobs, max_nfev=nfev)
+        wall = time.time() - t
+        quick = ", QUICK refits" if nfev < 400 else ""
+        o = print_table(f"LEAVE-ONE-GROUP-OUT median absolute % error on {names} ({len(rows)} rows, "
+                        f"{len({key(r) for r in rows})} publisher/harness groups{quick}): refit without the group, "
+                        "predict it", logo, key)
+        ok = all(o.get(g, 1.0) <= target for g, target in TARGETS.items())
+        print("targets (grouped held out: throughput <= 12%, TTFT <= 18%, ITL/TPOT <= 18%):",
+              "met" if ok else "NOT met")
+        lo, hi = goodput_range(logo, key)
+        print(f"held-out measured/predicted throughput (each group weighted equally): p10 {lo:.2f}, p90 {hi:.2f}")
+        print()
+        print_regimes("PER REGIME, leave-one-group-out (median of per-group medians)", logo, key)
+        print(f"  ({wall:.0f} s wall for the grouped refits, {jobs} job(s))")
+        if "--json" in argv:
+            Path(_arg(argv, "--json", "accuracy.json")).write_text(json.dumps(
+                [{"id": r.id, "group": key(r), "metric": r.metric, "stat": r.stat, "measured": r.value,
+                  "predicted": p, "regimes": regimes(r)} for r, p, _ in logo], indent=0) + "\n", encoding="utf-8")
+        if "--by-source" in argv:
             print()
-            logo = held_out(catalog, rows, lambda r: r.gpu)
-            print_table("LEAVE-ONE-GPU-OUT (per GPU type)", logo, lambda r: r.gpu)
+            loso = held_out(catalog, rows, lambda r: r.source, jobs=jobs, max_nfev=nfev)
+            print_table("LEAVE-ONE-SOURCE-OUT (each page its own source: optimistic, siblings stay in)", loso)
+        if "--gpu" in argv:
+            print()
+            logpu = held_out(catalog, rows, lambda r: r.gpu, jobs=jobs, max_nfev=nfev)
+            print_table("LEAVE-ONE-GPU-OUT (per GPU type)", logpu, lambda r: r.gpu)
         print()
     errs = row_errors(catalog, rows)
     if "--rows" in argv:
         for r, p, e in errs:
             print(f"{r.id:16} {r.metric:18} {r.stat:5} measured {r.value:10.1f} predicted {p:10.1f}  err {e:6.1%}")
-    print_table("in-sample (bundled calibration, fitted on all rows): NOT an accuracy claim", errs)
-    return 0 if ok or "--in-sample-only" in argv else 0
+    print_table("in-sample (bundled calibration, fitted on all rows): NOT an accuracy claim", errs, key)
+    print_regimes("in-sample per regime", errs, key)
+    return 0
 
 
 if __name__ == "__main__":

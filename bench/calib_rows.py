@@ -1,5 +1,6 @@
-"""How each published measurement in ../shared/calibration/perf_points.csv and perf_points_2026.csv
-maps onto the model (both files together by default).
+"""How each published measurement in bench/calibration/perf_points.csv, perf_points_2026.csv and
+perf_points_2026_ext.csv (the in-repo copy of the project's calibration data,
+bench/calibration/VENDORED.md) maps onto the model (all three files together by default).
 
 Shared by bench/calibrate.py and bench/accuracy.py. Every interpretation of a source that the
 CSV does not state is an ASSUMPTION listed in BENCHMARK_ASSUMPTIONS, which calibrate.py copies
@@ -9,6 +10,7 @@ into sizing/data/perf_calibration.json so the fit says what it assumed.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sizing.catalog.lookup import Catalog
+from sizing.catalog.records import ModelArch
 from sizing.perf.load import (
     LoadEstimate,
     WorkloadShape,
@@ -26,9 +29,11 @@ from sizing.perf.load import (
 )
 from sizing.perf.replica import ReplicaConfig
 
-CALIB_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "calibration"
+CALIB_DIR = Path(__file__).resolve().parent / "calibration"  # bench/calibration/VENDORED.md
 DEFAULT_CSV = CALIB_DIR / "perf_points.csv"
-DEFAULT_CSVS = (CALIB_DIR / "perf_points.csv", CALIB_DIR / "perf_points_2026.csv")
+DEFAULT_CSVS = tuple(CALIB_DIR / f for f in ("perf_points.csv", "perf_points_2026.csv", "perf_points_2026_ext.csv"))
+GLM_AIR = str(CALIB_DIR / "configs" / "GLM-4.5-Air" / "config.json")  # read by the glm4_moe reader
+GLM_46 = str(CALIB_DIR / "configs" / "GLM-4.6" / "config.json")
 
 MODELS = {
     "Llama-2-7B": "llama-2-7b", "Llama-2-13B": "llama-2-13b", "Llama-2-70B": "llama-2-70b",
@@ -40,6 +45,20 @@ MODELS = {
     "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b",
     "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct-AWQ": "qwen2.5-7b-instruct",
     "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B (AWQ checkpoint)": "qwen3-30b-a3b",
+    # perf_points_2026_ext.csv
+    "deepseek-ai/DeepSeek-R1": "deepseek-r1", "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
+    "/workspace/DeepSeek-R1-0528": "deepseek-r1", "meta-llama/Llama-3.1-405B-FP8": "llama-3.1-405b-instruct",
+    "zai-org/GLM-4.5-Air": GLM_AIR, "GLM-4.5-Air": GLM_AIR, "zai-org/GLM-4.5-Air-FP8": GLM_AIR,
+    "zai-org/GLM-4.6": GLM_46, "zai-org/GLM-4.6-FP8": GLM_46,
+    # BENCHMARK_ASSUMPTIONS["deepseek_v32"]
+    "deepseek-ai/DeepSeek-V3.2": "deepseek-v3.2", "/workspace/DeepSeek-v3.2": "deepseek-v3.2",
+}
+# rows of models the catalog cannot size yet: left out of the fit and the tables, counted by reason
+UNMODELLED = {
+    "Qwen/Qwen3.5-9B": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
+    "Qwen/Qwen3.5-35B-A3B": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
+    "Qwen/Qwen3.5-35B-A3B-FP8": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
+    "Nemotron Nano 30B (NVIDIA; exact HF id not stated)": "Nemotron Nano 30B (Mamba hybrid): no config, no reader",
 }
 ENGINES = {"TensorRT-LLM": "tensorrt-llm", "NVIDIA NIM (TensorRT-LLM backend)": "tensorrt-llm",
            "vLLM": "vllm", "SGLang": "sglang", "HF TGI (SageMaker LLM DLC)": "tgi"}
@@ -100,6 +119,14 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                   "SageMaker LLM DLC runs TGI 1.0.3 (2023-09)"},
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
+    "deepseek_v32": {
+        "index_topk": 2048, "index_n_heads": 64, "index_head_dim": 128,
+        "why": "DeepSeek-V3.2 rows are sized as the catalog's DeepSeek-V3 with DeepSeek sparse attention added "
+               "(deepseek-ai/DeepSeek-V3.2-Exp inference/model.py ModelArgs index_n_heads 64, index_head_dim 128, "
+               "index_topk 2048; its config.json is V3's plus these and model_type deepseek_v32); the indexer's "
+               "~0.8B weights (0.1%) are not added to V3's 671B"},
+    "glm_configs": "GLM-4.5-Air and GLM-4.6 (and their -FP8 checkpoints at fp8 weights) are sized from the "
+                   "config.json reconstructions in bench/calibration/configs (sources in its SOURCES.md)",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }
 
@@ -162,10 +189,22 @@ class CalRow:
     gpu: str = ""
 
 
-def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
-    """Rows of one file, or of both calibration files (path None)."""
+def _model(catalog: Catalog, name: str) -> ModelArch:
+    if name != "deepseek-v3.2":
+        return catalog.model(name)
+    dsa = BENCHMARK_ASSUMPTIONS["deepseek_v32"]
+    assert isinstance(dsa, dict)
+    return dataclasses.replace(catalog.model("deepseek-v3"), hf_id="deepseek-ai/DeepSeek-V3.2",
+                               short_name="deepseek-v3.2", model_type="deepseek_v32", index_topk=dsa["index_topk"],
+                               index_n_heads=dsa["index_n_heads"], index_head_dim=dsa["index_head_dim"])
+
+
+def load_rows(catalog: Catalog, path: Path | str | None = None,
+              skipped: dict[str, int] | None = None) -> list[CalRow]:
+    """Rows of one file, or of all calibration files (path None); rows of UNMODELLED models are left
+    out and counted by reason in `skipped` when given."""
     if path is None:
-        return [r for p in DEFAULT_CSVS for r in load_rows(catalog, p)]
+        return [r for p in DEFAULT_CSVS for r in load_rows(catalog, p, skipped)]
     a = BENCHMARK_ASSUMPTIONS
     share = a["sharegpt_mean_tokens"]
     tail = a["sharegpt_tail"]
@@ -174,6 +213,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             src = r["id"].split("-")[0]
+            if r["model"] in UNMODELLED:
+                if skipped is not None:
+                    why = UNMODELLED[r["model"]]
+                    skipped[why] = skipped.get(why, 0) + 1
+                continue
             engine = ENGINES[r["engine"]]
             notes = r["notes"]
             kv = "fp8" if "fp8" in r["kv_dtype"] else "auto"
@@ -205,7 +249,7 @@ def load_rows(catalog: Catalog, path: Path | str | None = None) -> list[CalRow]:
                     src == "gpustackq" and "awq" in r["weight_dtype"].lower()
                     and "marlin" not in r["weight_dtype"].lower()):
                 limits["awq_marlin"] = False
-            cfg = ReplicaConfig(model=catalog.model(MODELS[r["model"]]), gpu=r["gpu"],
+            cfg = ReplicaConfig(model=_model(catalog, MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
                                 kv_cache_dtype=kv, engine=engine, **limits)  # type: ignore[arg-type]
             isl = float(r["isl"]) if r["isl"] else float(share["prompt"])

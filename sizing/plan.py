@@ -100,6 +100,9 @@ class Pool(_M):
     replicas: int  # planned, including redundancy
     replicas_for_demand: int
     redundancy_replicas: int
+    # replicas (spares included) if per-replica goodput were the p90 / the p10 of the model's held-out
+    # measured ÷ predicted throughput (perf_calibration.json goodput_range): [fewest, most]; [] in old plans
+    replicas_range: list[int] = []
     replicas_per_instance: int
     instances_min: int
     instances_desired: int
@@ -130,6 +133,11 @@ class Totals(_M):
     usd_per_month: float  # 730 h
     usd_per_month_min: float  # node-group minimums
     usd_per_month_max: float  # autoscaling maximums
+    # GPUs and GPU $/month (730 h) if per-replica goodput were the p90 / the p10 of the model's held-out
+    # measured ÷ predicted throughput (grouped by publisher, perf_calibration.json goodput_range): the
+    # model's own uncertainty, not autoscaling; [fewest, most]; [] in plans saved before it
+    gpus_range: list[int] = []
+    usd_per_month_range: list[float] = []
     platform_usd_per_month: float  # EKS control plane, system nodes, NAT, storage
     all_in_usd_per_month: float
     usd_per_million_output_tokens: float  # GPU only, at planned load

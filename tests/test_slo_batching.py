@@ -123,3 +123,56 @@ def test_estimate_simulates_at_the_same_load_and_takes_the_flags() -> None:
     assert "sim_itl_p95_ms" not in plain
     bad = runner.invoke(app, [*base, "--max-num-batched-tokens", "0"])
     assert bad.exit_code == 2 and "--max-num-batched-tokens: must be" in bad.output
+
+
+H100_100_USERS = """\
+config:
+  aws:region: us-east-1
+  llmcap:workload:
+    model: meta-llama/Meta-Llama-3-8B-Instruct
+    precision: [fp16]
+    prompt_tokens: 1024
+    output_tokens: 512
+    traffic:
+      concurrent_users: 100
+    slo:
+      ttft_p95_ms: 1000
+      itl_p95_ms: {itl}
+  llmcap:hardware:
+    gpus: [H100-SXM]
+    redundancy: 0
+"""
+
+
+@pytest.mark.parametrize("itl", [29])
+def test_the_search_simulates_the_concurrency_the_user_asked(tmp_path: Path, itl: int) -> None:
+    """Issue 31 item 5: Llama-3-8B on H100 at 100 users. The lattice steps 91 -> 108 users; at 108 the
+    ITL p95 misses the target and at 100 (never tried) it meets it, so the plan took 2 GPUs where its
+    own estimate needs 1. The search now simulates the demand's per-replica load in that gap."""
+    from sizing.perf.sim import Arrivals, Lengths, simulate
+
+    p = tmp_path / "Pulumi.h100.yaml"
+    p.write_text(H100_100_USERS.format(itl=itl))
+    plan = plan_stack(load_stack(p), goodput_scale=None)
+    pool = plan.pools[0]
+    # the precondition, from the model itself: with the flags the plan chose, 100 users meet the SLO on one GPU
+    cfg = ReplicaConfig(model=CAT.model("meta-llama/Meta-Llama-3-8B-Instruct"), gpu="H100-SXM", precision="fp16",
+                        max_num_batched_tokens=pool.vllm.max_num_batched_tokens, max_num_seqs=pool.vllm.max_num_seqs)
+    r = simulate(CAT, cfg, Lengths(1024, 1024), Lengths(512, 512), Arrivals.closed(100), 0.0, seed=0)
+    assert r.stable and r.percentile("itl", "p95") <= itl and r.percentile("ttft", "p95") <= 1000
+    assert pool.replicas_for_demand == 1, pool.per_replica.binds
+    assert "met at 100 concurrent requests" in pool.per_replica.binds
+
+
+def test_demand_points_lie_between_the_lattice_loads_largest_first() -> None:
+    from sizing.planning.batching import DEMAND_TRIES, demand_points
+
+    assert demand_points(100, 91, 108, integer=True) == [100.0]  # one replica holds all 100 users
+    assert demand_points(200, 91, 108, integer=True) == [100.0]  # two replicas of 100
+    assert demand_points(300, 91, 108, integer=True) == [100.0]  # three
+    assert demand_points(100, 108, 128, integer=True) == []  # the lattice met above the demand: nothing to add
+    assert demand_points(None, 91, 108, integer=True) == []
+    pts = demand_points(1000, 30, 40, integer=True)  # 34 (30 replicas), 33, 32, 31 ...: DEMAND_TRIES, largest first
+    assert pts == sorted(pts, reverse=True) and len(pts) == DEMAND_TRIES and all(30 < x < 40 for x in pts)
+    assert demand_points(10.0, 4.0, 4.76, integer=False) == []  # 10/2 = 5 > 4.76, 10/3 < 4
+    assert demand_points(9.0, 4.0, 4.76, integer=False) == [4.5]

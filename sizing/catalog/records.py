@@ -138,6 +138,13 @@ class ModelArch:
     mtp_params_b: float = 0.0  # their parameters, billions, NOT in params_total_b (loaded only for MTP drafts)
     checkpoint_quant: str | None = None  # quantization_config.quant_method of the published checkpoint
     params_source: str = "model card"  # where params_total_b comes from (shown in the plan's assumptions)
+    # DeepSeek sparse attention (DSA, `deepseek_v32`): a lightning indexer of `index_n_heads` heads of
+    # `index_head_dim` scores every cached token, and attention reads only the `index_topk` best
+    # (DeepSeek-V3.2-Exp inference/model.py Indexer.forward: `index_score.topk(min(self.index_topk,
+    # end_pos))`). None: dense attention.
+    index_topk: int | None = None
+    index_n_heads: int | None = None
+    index_head_dim: int | None = None
 
     @property
     def is_moe(self) -> bool:

@@ -20,6 +20,7 @@ GIB = 2**30
 # block, the format gpt-oss ships its experts in (ModelArch.native_expert_format == "mxfp4")
 MXFP4_BITS_PER_WEIGHT = 4 + 8 / 32
 KV_BYTES = {"fp8": 1.0}
+INDEXER_SCALE_BLOCK = 128  # DSA indexer keys: one FP32 scale per this many FP8 elements (inference/model.py block_size)
 
 
 def embedding_params(model: ModelArch) -> float:
@@ -128,11 +129,22 @@ def _kv_elems_per_token_per_layer(model: ModelArch) -> float:
     return 2.0 * model.num_kv_heads * head_dim
 
 
+def indexer_bytes_per_token_per_layer(model: ModelArch) -> float:
+    """DeepSeek sparse attention's indexer key cache per token per layer, bytes: index_head_dim FP8
+    elements plus one FP32 scale per 128 (DeepSeek-V3.2-Exp inference/model.py Indexer: `k_cache`
+    float8_e4m3fn of head_dim, `k_scale_cache` float32 of head_dim // block_size, block_size 128),
+    whatever the KV cache dtype; 0 for dense attention."""
+    if not model.index_topk or not model.index_head_dim:
+        return 0.0
+    return float(model.index_head_dim + model.index_head_dim // INDEXER_SCALE_BLOCK * 4)
+
+
 def kv_cache_bytes_per_token(model: ModelArch, kv_bytes: float) -> float:
     """KV bytes one token adds to one replica, over all layers (2 × layers × kv_heads × head_dim
-    × bytes; MLA: latent + rope dims). Sliding-window layers count fully here: this is the
-    per-token figure for sequences within the window."""
-    return model.num_layers * _kv_elems_per_token_per_layer(model) * kv_bytes
+    × bytes; MLA: latent + rope dims; DSA: plus the indexer's key cache). Sliding-window layers
+    count fully here: this is the per-token figure for sequences within the window."""
+    return model.num_layers * (_kv_elems_per_token_per_layer(model) * kv_bytes
+                               + indexer_bytes_per_token_per_layer(model))
 
 
 def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[str, float]:
@@ -142,7 +154,7 @@ def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[
     `sliding_window` tokens)."""
     per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes
     if model.is_mla:
-        return {"mla": model.num_layers * per_layer}
+        return {"mla": model.num_layers * (per_layer + indexer_bytes_per_token_per_layer(model))}
     n_window = len(model.sliding_window_layers) if model.sliding_window else 0
     out = {"full": (model.num_layers - n_window) * per_layer}
     if n_window:
@@ -153,7 +165,7 @@ def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[
 def kv_cache_bytes_per_sequence(model: ModelArch, tokens: float, kv_bytes: float) -> float:
     """KV bytes of one sequence of `tokens` on one replica; sliding-window layers hold at most
     their window."""
-    per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes
+    per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes + indexer_bytes_per_token_per_layer(model)
     n_window = len(model.sliding_window_layers) if model.sliding_window else 0
     window_tokens = min(tokens, model.sliding_window or tokens)
     return per_layer * ((model.num_layers - n_window) * tokens + n_window * window_tokens)

@@ -141,6 +141,8 @@ def _step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.ndarray) -
     new tokens after `pc` cached ones. Same formula, vectorized (tests/test_perf_sim.py checks it)."""
     f, win, kvt = sm.kv_full_fraction, sm.sliding_window, sm.kv_bytes_per_token_per_gpu
     d = float(ctx.size)
+    if sm.attn_topk < math.inf:  # DSA: StepModel.kv_read_bytes per sequence
+        return _sparse_step_time(sm, ctx, pn, pc)
     if d:
         s = float(ctx.sum())
         kv = kvt * (f * s + (1 - f) * (float(np.minimum(ctx, win).sum()) if f < 1 else 0.0))
@@ -154,6 +156,26 @@ def _step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.ndarray) -
         kv += kvt * (f * float(live.sum()) + (1 - f) * (float(np.minimum(live, win).sum()) if f < 1 else 0.0))
     else:
         pctx = 0.0
+    return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
+
+
+def _sparse_step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.ndarray) -> float:
+    """_step_time under DeepSeek sparse attention: each decode reads its top-k keys' KV and the indexer's
+    keys of its whole context (StepModel.kv_read_bytes); a prefill chunk reads its cached prefix the same way."""
+    f, ix, kvt = sm.kv_full_fraction, sm.indexer_fraction, sm.kv_bytes_per_token_per_gpu
+
+    def read(c: np.ndarray) -> float:
+        attended = f * float(np.minimum(c, sm.attn_topk).sum()) \
+            + (1 - f) * float(np.minimum(c, sm.sliding_window).sum())
+        return kvt * ((1 - ix) * attended + ix * float(c.sum()))
+
+    d = float(ctx.size)
+    kv = read(ctx) if d else 0.0
+    ctx_mean = float(ctx.sum()) / d if d else 0.0
+    p = float(pn.sum()) if pn.size else 0.0
+    pctx = float((pn * (pc + pn / 2.0)).sum()) / p if p else 0.0
+    if p:
+        kv += read(pc[pn > 0])
     return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
 
 

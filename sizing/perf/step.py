@@ -40,6 +40,7 @@ from sizing.perf.memory import (
     engine_expert_layout,
     engine_layout_extra_bytes_per_replica,
     expert_weight_bytes_per_replica,
+    indexer_bytes_per_token_per_layer,
     kv_cache_bytes_per_token,
     kv_dtype_bytes,
     kv_replication_factor,
@@ -167,6 +168,12 @@ class StepModel:
     # sample (each decode token; a prompt's last), never for the other prompt tokens (vLLM V1
     # gpu_model_runner: `sample_hidden_states = hidden_states[logits_indices]`, then compute_logits on them)
     lm_head_flops_per_token_per_gpu: float = 0.0
+    # DeepSeek sparse attention (ModelArch.index_topk): attention reads at most `attn_topk` keys per query;
+    # the indexer reads its key cache (`indexer_fraction` of kv_bytes_per_token_per_gpu) over the whole
+    # context and scores every cached token at indexer_flops_per_ctx_token_per_gpu (the attention rate)
+    attn_topk: float = math.inf
+    indexer_fraction: float = 0.0
+    indexer_flops_per_ctx_token_per_gpu: float = 0.0
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -174,9 +181,18 @@ class StepModel:
 
     def kv_read_bytes(self, ctx_tokens: float) -> float:
         """KV bytes per GPU one sequence with `ctx_tokens` of context reads in one decode step."""
+        if self.attn_topk < math.inf:  # DSA: the top-k keys' KV, and the indexer's keys of the whole context
+            return self.kv_bytes_per_token_per_gpu * ((1 - self.indexer_fraction) * self.attended(ctx_tokens)
+                                                      + self.indexer_fraction * ctx_tokens)
         full = self.kv_full_fraction * ctx_tokens
         return self.kv_bytes_per_token_per_gpu * (full + (1 - self.kv_full_fraction) * min(ctx_tokens,
                                                                                            self.sliding_window))
+
+    def attended(self, ctx_tokens: float) -> float:
+        """Keys one query attends over with `ctx_tokens` of context: its window on sliding layers,
+        at most attn_topk under DSA (a layer-weighted mean)."""
+        f = self.kv_full_fraction
+        return f * min(ctx_tokens, self.attn_topk) + (1 - f) * min(ctx_tokens, self.sliding_window)
 
     def weight_bytes_touched(self, tokens: float) -> float:
         """Weight bytes per GPU a step of `tokens` tokens reads: MoE reads only the experts its tokens
@@ -207,7 +223,12 @@ class StepModel:
         # a pure-decode step runs at its CUDA-graph size
         gemm_tokens = graph_padded(d) + p if (self.cuda_graphs and p == 0 and n_steps == 1.0) else tokens
         f = self.kv_full_fraction
-        attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window)) + p * prefill_ctx_tokens
+        if self.attn_topk < math.inf:
+            attn_ctx = d * self.attended(ctx_tokens) + p * min(prefill_ctx_tokens, self.attn_topk)
+            attn_ctx += (d * ctx_tokens + p * prefill_ctx_tokens) * self.indexer_flops_per_ctx_token_per_gpu \
+                / self.attn_flops_per_ctx_token_per_gpu
+        else:
+            attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window)) + p * prefill_ctx_tokens
         # prompt tokens run every dense GEMM but the lm_head
         comp = (self.dense_flops_per_token_per_gpu * gemm_tokens - self.lm_head_flops_per_token_per_gpu * p) \
             / dense_rate \
@@ -347,4 +368,12 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         roofline_sharpness=cal.v("roofline_sharpness"), weight_gib_per_gpu=w_total / n / 2**30,
         peak_bandwidth_gbs=gpu.memory_bandwidth_gbs, dequantize_min_tokens=dequant_min,
         dequantize_bytes_per_gpu=max(quantized_params, 0.0) * AWQ_DEQUANTIZE_BYTES_PER_PARAM / n,
-        dequantized_flops_per_s=rate16)
+        dequantized_flops_per_s=rate16,
+        # DSA (DeepSeek-V3.2-Exp inference/model.py): attention over min(index_topk, context) keys; the
+        # indexer's FP8 keys of every cached token are read and scored (index_n_heads x index_head_dim
+        # multiply-adds per layer per context token)
+        attn_topk=float(model.index_topk) if model.index_topk else math.inf,
+        indexer_fraction=indexer_bytes_per_token_per_layer(model) * model.num_layers * rep / kv_tok
+        if model.index_topk else 0.0,
+        indexer_flops_per_ctx_token_per_gpu=2.0 * model.num_layers * (model.index_n_heads or 0)
+        * (model.index_head_dim or 0) / n if model.index_topk else 0.0)

@@ -13,8 +13,12 @@ SIM_TRIES simulations; the scan starts at the lattice point at or above the anal
 is the smaller of the analytic load and that lattice load, so a looser target never yields less for one
 finalist: its analytic load is no smaller, its scan starts no lower on the same lattice, and every load
 that meets the tighter target meets the looser one (a bisection would not be exact: the simulated
-percentiles are not monotone in the load). The finalists are re-sized on that goodput and re-ranked by
-cost.
+percentiles are not monotone in the load). Between the lattice load that met and the one above it that
+missed, the loads at which the demand needs one replica fewer (users ÷ k, or requests/s ÷ k, per replica)
+are simulated too, largest first (DEMAND_TRIES at most): a lattice that steps 91 → 108 users would
+otherwise never try the 100 a user asked for and plan a second replica that its own estimate does not need
+(issue 31 item 5). The same lattice and the same demand points for every SLO keep the rule exact. The
+finalists are re-sized on that goodput and re-ranked by cost.
 
 Why a budget matters: vLLM V1 schedules running decodes first and fills the rest of
 max_num_batched_tokens with prompt chunks (vllm/v1/core/sched/scheduler.py, see
@@ -53,7 +57,8 @@ FINALISTS = 2  # cheapest feasible candidates that are tuned and simulated
 # differ by GPU (dev at ITL 138 ms: 2 x g6e.xlarge $3.72/h while the T4s, left untuned, met 114 ms at $3.16/h)
 FINALIST_COST_WINDOW = 1.5  # on the grid-tuned analytic cost
 GRID_WINDOW = 3.0  # GPU types gridded for that: default-flags cost within this factor of the cheapest
-SIM_TRIES = 4  # simulations per finalist at most
+SIM_TRIES = 4  # simulations per finalist at most on the lattice
+DEMAND_TRIES = 2  # ... plus at most this many at the demand's own per-replica loads between two lattice points
 LATTICE_RATIO = 2 ** 0.25  # loads the simulation checks: requests/s 2^(k/4); users ceil(2^(k/4)), distinct
 SIM_SEED = 0
 MIN_GAIN = 0.01  # a grid point replaces the default flags only when its goodput is this much higher
@@ -132,10 +137,30 @@ def _lattice_down(load: float, integer: bool) -> list[float]:
     return out
 
 
+def demand_points(demand_load: float | None, met: float, missed: float, integer: bool) -> list[float]:
+    """Per-replica loads strictly between the lattice load that met and the one above it that missed at
+    which the demand (`demand_load`: users, or requests/s) needs k replicas, k = 1, 2, ...: largest first,
+    DEMAND_TRIES at most. Empty without a demand."""
+    if not demand_load or demand_load <= met:
+        return []
+    out: list[float] = []
+    k = max(1, math.floor(demand_load / missed))
+    while len(out) < DEMAND_TRIES:
+        x = float(math.ceil(demand_load / k - 1e-9)) if integer else demand_load / k
+        if x <= met:
+            break
+        if x < missed and (not out or x < out[-1]):
+            out.append(x)
+        k += 1
+    return out
+
+
 def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: str, gp: Goodput,
-                      budget_note: str) -> tuple[Goodput, str, str, dict[str, float]]:
+                      budget_note: str, demand_load: float | None = None) -> tuple[Goodput, str, str, dict[str, float]]:
     """Check the analytic goodput load with the simulation, backing off until every target holds.
-    Returns (goodput, binds line, bound code, predicted percentiles at that load)."""
+    `demand_load` (users in closed loop, requests/s in open loop): the demand, whose own per-replica loads
+    between the lattice points are tried too (demand_points). Returns (goodput, binds line, bound code,
+    predicted percentiles at that load)."""
     from sizing.perf.sim import Arrivals, Lengths, simulate
 
     targets = w.slo.targets()
@@ -147,6 +172,16 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
     for load in loads:
         arr = Arrivals.closed(int(load)) if mode == "closed" else Arrivals.poisson(load)
         r = simulate(cat, cfg, prompt, output, arr, w.prefix_cache_hit_rate, seed=SIM_SEED)
+        if _meets(r, targets) and failed is not None:
+            # the demand's own loads in the gap to the lattice load that missed, largest first
+            for x in demand_points(demand_load, load, failed[0], mode == "closed"):
+                if x > analytic:
+                    continue
+                rx = simulate(cat, cfg, prompt, output, Arrivals.closed(int(x)) if mode == "closed"
+                              else Arrivals.poisson(x), w.prefix_cache_hit_rate, seed=SIM_SEED)
+                if _meets(rx, targets):
+                    load, r = x, rx
+                    break
         if _meets(r, targets):
             pred = {f"{m}_{q}_ms": round(r.percentile(m, q), 3) for m in ("ttft", "itl", "tpot", "e2e")
                     for q in ("p50", "p95", "p99")}
@@ -241,7 +276,9 @@ def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Ev
     note = (f"max_num_batched_tokens {budget:,} and max_num_seqs {seqs:,} chosen from budgets "
             f"{BUDGETS[0]:,}–{BUDGETS[-1]:,}; the default {budget0:,} gives {ev.gp.output_tokens_per_s:,.0f} tok/s "
             f"analytic, {g.output_tokens_per_s:,.0f} at the choice")
-    sim_gp, binds, code, pred = simulated_goodput(cat, cfg, w, demand.mode, g, note)
+    sim_gp, binds, code, pred = simulated_goodput(
+        cat, cfg, w, demand.mode, g, note,
+        float(demand.concurrent_users or 0) if demand.mode == "closed" else demand.requests_per_s)
     lo, hi = cat.calibration.goodput_range
     sim_gp = replace(sim_gp, output_tokens_per_s_p10=sim_gp.output_tokens_per_s * lo,
                      output_tokens_per_s_p90=sim_gp.output_tokens_per_s * hi)

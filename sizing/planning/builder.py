@@ -24,7 +24,7 @@ from sizing.perf.replica import ReplicaConfig
 from sizing.perf.weights_mode import weights_mode
 from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
-from sizing.planning.candidates import Evaluated, instances_for, strategy_of
+from sizing.planning.candidates import Evaluated, instances_for, size_replicas, strategy_of
 from sizing.planning.demand import Demand
 from sizing.planning.infeasible import worst_reasons
 from sizing.planning.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
@@ -144,6 +144,8 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
             simulated_at_goodput_ms=dict(tuned.predicted) if tuned else {},
             batching=tuned.describe() if tuned else ""),
     )
+    pool.replicas_range = replicas_range(cat, ev, demand, part.demand_share, replicas - redundancy_replicas,
+                                         redundancy_replicas)
     pool.per_replica.cold_start_s = round(cold_start(pool, mode, cat).total_s, 1)
     return pool
 
@@ -151,6 +153,24 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
 # predicted percentiles at the planned load beside the p95s and means PerReplica always carried
 _PLANNED_PERCENTILES = tuple((m, q) for m in ("ttft", "itl", "tpot", "e2e") for q in ("p50", "p95", "p99")
                              if (m, q) not in (("ttft", "p95"), ("itl", "p95")))
+
+
+def replicas_range(cat: Catalog, ev: Evaluated, demand: Demand, share: float, replicas_for_demand: int,
+                   redundancy_replicas: int) -> list[int]:
+    """[fewest, most] replicas (spares included) of a pool if its per-replica goodput were the p90 / the
+    p10 of the model's held-out measured ÷ predicted throughput (Calibration.goodput_range): the demand's
+    replicas re-sized on that goodput (and on the SLO-meeting concurrency scaled alike), in proportion
+    to this pool's share of its candidate's replicas."""
+    users = demand.concurrent_users if demand.mode == "closed" else None
+    scale = ev.goodput_scale
+
+    def need(s: float) -> int:
+        return size_replicas(demand.output_tokens_per_s * share, ev.gp.output_tokens_per_s * scale * s, 0,
+                             math.ceil(users * share) if users else None, ev.gp.concurrency * scale * s)[0]
+
+    base = need(1.0)
+    lo, hi = cat.calibration.goodput_range
+    return [max(1, math.ceil(replicas_for_demand * need(x) / base - 1e-9)) + redundancy_replicas for x in (hi, lo)]
 
 
 def served_max_model_len(cat: Catalog, model: ModelArch, w: Any, fit: Any) -> int:
@@ -274,6 +294,12 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     usd_h = sum(p.usd_per_hour for p in pools)
     usd_h_max = sum(p.instances_max * p.usd_per_instance_hour for p in pools)
     usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)
+    # the same pools re-sized at the p90 and the p10 of the held-out goodput error (Pool.replicas_range)
+    inst_range = [[p.replicas_range[i] * p.nodes_per_replica if p.nodes_per_replica > 1
+                   else math.ceil(p.replicas_range[i] / p.replicas_per_instance) for p in pools] for i in (0, 1)]
+    gpus_range = [sum(n * p.gpus_per_instance for n, p in zip(ns, pools, strict=True)) for ns in inst_range]
+    usd_range = [round(usd_per_month(sum(n * p.usd_per_instance_hour for n, p in zip(ns, pools, strict=True))), 2)
+                 for ns in inst_range]
     capacity = sum(p.replicas * p.per_replica.goodput_output_tokens_per_s for p in pools)
     lead = pools[0]
     # requests/s of the demand the plan is sized on: given, or output demand ÷ output tokens per request
@@ -306,7 +332,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         gpus=sum(p.instances_desired * p.gpus_per_instance for p in pools),
         instances=sum(p.instances_desired for p in pools), usd_per_hour=round(usd_h, 4),
         usd_per_month=round(month, 2), usd_per_month_min=round(usd_per_month(usd_h_min), 2),
-        usd_per_month_max=round(usd_per_month(usd_h_max), 2), platform_usd_per_month=round(plat_month, 2),
+        usd_per_month_max=round(usd_per_month(usd_h_max), 2), gpus_range=gpus_range, usd_per_month_range=usd_range,
+        platform_usd_per_month=round(plat_month, 2),
         all_in_usd_per_month=round(month + plat_month, 2),
         usd_per_million_output_tokens=round(usd_per_million_tokens(usd_h, out_tps), 4),
         usd_per_million_output_tokens_at_capacity=round(usd_per_million_tokens(usd_h, capacity), 4),

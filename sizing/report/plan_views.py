@@ -156,11 +156,16 @@ def _platform_cell(plan: Plan) -> str:
 
 def totals_rows(plan: Plan) -> list[tuple[str, str]]:
     t = plan.totals
+    held_out = bool(t.gpus_range and t.usd_per_month_range)
     return [
-        ("GPUs / instances", f"{t.gpus:,} / {t.instances:,}"),
+        ("GPUs / instances", f"{t.gpus:,} / {t.instances:,}"
+         + (f" (p10–p90 {t.gpus_range[0]:,}–{t.gpus_range[1]:,} GPUs, from the model's held-out goodput error)"
+            if held_out else "")),
         ("GPU $/hour", money(t.usd_per_hour, 2)),
-        ("GPU $/month (730 h)", f"{money(t.usd_per_month)} (range {money(t.usd_per_month_min)} – "
-                                f"{money(t.usd_per_month_max)})"),
+        ("GPU $/month (730 h)", f"{money(t.usd_per_month)} ("
+         + (f"p10–p90 {money(t.usd_per_month_range[0])} – {money(t.usd_per_month_range[1])} from the held-out "
+            "goodput error; " if held_out else "")
+         + f"autoscaling {money(t.usd_per_month_min)} – {money(t.usd_per_month_max)})"),
         ("platform $/month", _platform_cell(plan)),
         ("all-in $/month", money(t.all_in_usd_per_month)),
         ("$/1M output tokens (GPU, planned load)", usd(t.usd_per_million_output_tokens, cents=True)),

@@ -154,9 +154,11 @@ def to_model_arch(cfg: BaseConfig, counts: Counts, family: str, name: str, sourc
                   moe_num_experts: int | None = None, moe_experts_per_token: int | None = None,
                   moe_shared_experts: int | None = None, moe_intermediate_size: int | None = None,
                   first_k_dense_layers: int | None = None, head_dim: int | None = -1,
-                  mla: tuple[int, int, int, int] | None = None) -> ArchFields:
+                  mla: tuple[int, int, int, int] | None = None,
+                  sparse: tuple[int, int, int] | None = None) -> ArchFields:
     """The fields of the catalog record (`ModelArch(**fields)`) for a derived architecture;
-    `mla` = (kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim). The readers stay
+    `mla` = (kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim); `sparse` = DSA's
+    (index_topk, index_n_heads, index_head_dim). The readers stay
     below sizing.catalog.lookup in the layers, so the caller builds the record."""
     return dict(
         hf_id=name, short_name=name.rstrip("/").split("/")[-1].lower(), family=family,
@@ -176,4 +178,6 @@ def to_model_arch(cfg: BaseConfig, counts: Counts, family: str, name: str, sourc
         expert_params_b=counts.routed_expert_params / 1e9, native_expert_format=counts.native_expert_format,
         mtp_layers=counts.mtp_layers, mtp_params_b=counts.mtp_params / 1e9,
         checkpoint_quant=counts.checkpoint_quant,
-        params_source="config.json tensor shapes")
+        params_source="config.json tensor shapes",
+        index_topk=sparse[0] if sparse else None, index_n_heads=sparse[1] if sparse else None,
+        index_head_dim=sparse[2] if sparse else None)

@@ -11,6 +11,13 @@ GLM-4.5 (transformers modeling_glm4_moe.py): the same expert layout (routed + sh
 layers, sigmoid router with a per-expert bias) with ordinary GQA attention (q/k/v biases,
 `partial_rotary_factor`), so its KV is 2 x kv_heads x head_dim per token per layer.
 
+DeepSeek-V3.2 (`deepseek_v32`; deepseek-ai/DeepSeek-V3.2-Exp inference/model.py @6d8cb70): V3's
+layout plus DeepSeek sparse attention. Each MLA layer has a lightning indexer (`wq_b`: q_lora_rank x
+index_n_heads x index_head_dim, `wk`: hidden x index_head_dim, its LayerNorm, `weights_proj`: hidden
+x index_n_heads) that scores every cached token with an FP8 key cache of index_head_dim elements
+(plus an FP32 scale per 128) and keeps `index_topk` of them: `topk_indices =
+index_score.topk(min(self.index_topk, end_pos), ...)`; attention then reads only those.
+
 MTP: `num_nextn_predict_layers` extra layers (each an embedding norm, a hidden norm, an
 `eh_proj` of 2h x h, one decoder layer with experts, and its own embedding and lm_head copy)
 are in the checkpoint after the last layer. vLLM skips them unless speculative decoding uses
@@ -42,7 +49,7 @@ from sizing.catalog.architectures.base import (
     to_model_arch,
 )
 
-MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe")
+MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe")
 
 
 
@@ -62,6 +69,10 @@ class DeepseekConfig(_ExpertFields):
     qk_rope_head_dim: Dim
     qk_nope_head_dim: Dim
     v_head_dim: Dim
+    # DeepSeek-V3.2's sparse attention (absent: dense)
+    index_topk: Dim | None = None
+    index_n_heads: Dim | None = None
+    index_head_dim: Dim | None = None
 
 
 class Glm4MoeConfig(_ExpertFields):
@@ -75,12 +86,23 @@ def _mla_attention(cfg: DeepseekConfig) -> int:
     q = h * cfg.q_lora_rank + cfg.q_lora_rank + cfg.q_lora_rank * heads * qk if cfg.q_lora_rank else h * heads * qk
     kv = h * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) + cfg.kv_lora_rank + \
         cfg.kv_lora_rank * heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
-    return q + kv + heads * cfg.v_head_dim * h
+    return q + kv + heads * cfg.v_head_dim * h + _indexer(cfg)
+
+
+def _indexer(cfg: DeepseekConfig) -> int:
+    """DSA's lightning indexer per layer (wq_b, wk, k_norm weight and bias, weights_proj); 0 when dense."""
+    if cfg.index_topk is None:
+        return 0
+    h, ih, hd = cfg.hidden_size, cfg.index_n_heads or 0, cfg.index_head_dim or 0
+    return (cfg.q_lora_rank or h) * ih * hd + h * hd + 2 * hd + h * ih
 
 
 def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     glm = c.get("model_type") == "glm4_moe"
     cfg: _ExpertFields = parse(Glm4MoeConfig if glm else DeepseekConfig, c, name)
+    if isinstance(cfg, DeepseekConfig) and cfg.index_topk and not (cfg.index_n_heads and cfg.index_head_dim):
+        raise ArchitectureError(f"model config {name}: index_topk is set but index_n_heads / index_head_dim are "
+                                "missing (DeepSeek sparse attention needs all three)")
     h, n, e, k = cfg.hidden_size, cfg.num_hidden_layers, cfg.n_routed_experts, cfg.num_experts_per_tok
     if k > e:
         raise ArchitectureError(f"model config {name}: num_experts_per_tok: {k} is more than the {e} experts")
@@ -112,5 +134,6 @@ def read(c: dict[str, Any], name: str, source: str) -> ArchFields:
     if isinstance(cfg, DeepseekConfig):
         return to_model_arch(cfg, counts, cfg.model_type, name, source, head_dim=None,
                              mla=(cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim),
-                             **common)
+                             sparse=(cfg.index_topk, cfg.index_n_heads or 0, cfg.index_head_dim or 0)
+                             if cfg.index_topk else None, **common)
     return to_model_arch(cfg, counts, "glm4_moe", name, source, **common)
