@@ -25,6 +25,7 @@ from sizing.cli import (
     estimate_cmd,
     plan_cmd,
     render_cmd,
+    report_cmd,
     validate_cmd,
 )
 
@@ -111,6 +112,8 @@ app.command("preflight")(aws_cmds.preflight)
 app.command("bench")(bench_cmds.bench)
 app.command("verify")(bench_cmds.verify)
 app.command("calibrate")(bench_cmds.calibrate)
+app.command("report")(report_cmd.report)
+app.command("rollout")(report_cmd.rollout)
 app.add_typer(aws_cmds.catalog_app, name="catalog")
 
 
