@@ -23,6 +23,7 @@ from sizing.cli import (
     compare_cmd,
     diff_cmd,
     estimate_cmd,
+    eval_cmd,
     plan_cmd,
     render_cmd,
     report_cmd,
@@ -113,6 +114,7 @@ app.command("bench")(bench_cmds.bench)
 app.command("verify")(bench_cmds.verify)
 app.command("calibrate")(bench_cmds.calibrate)
 app.command("report")(report_cmd.report)
+app.command("eval")(eval_cmd.eval_)
 app.command("rollout")(report_cmd.rollout)
 app.add_typer(aws_cmds.catalog_app, name="catalog")
 
