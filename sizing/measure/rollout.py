@@ -72,7 +72,8 @@ def _shares(plan: Plan) -> list[tuple[str, str, int, float]]:
     return [
         ("canary", "one replica behind its own endpoint, no user traffic until it passes", 1,
          min(1.0, 1 / demand_replicas)),
-        ("ten-percent", f"{ten} of {demand_replicas} demand replicas take 10% of user traffic", ten,
+        ("ten-percent", f"{ten} of {demand_replicas} demand replicas take their share of user traffic "
+                        f"(at least {TEN_PERCENT:.0%})", ten,
          min(1.0, ten / demand_replicas)),
         ("full", f"every replica ({sum(p.replicas for p in plan.pools)} with the spares) takes all traffic",
          sum(p.replicas for p in plan.pools), 1.0),
