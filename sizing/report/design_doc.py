@@ -121,10 +121,10 @@ def capacity(d: DesignInputs) -> Section:
 def _best(d: DesignInputs, strategy: str) -> str:
     alts = [a for a in d.plan.alternatives if a.strategy == strategy and a.feasible and a.usd_per_month is not None]
     if not alts:
-        return f"no {strategy} plan meets the SLO"
+        return f"no {strategy} alternative meets the SLO"
     a = min(alts, key=lambda x: x.usd_per_month or 0.0)
-    return (f"best {strategy}: {a.gpus} × {a.gpu} ({a.instance_type}, {a.precision}, TP{a.tensor_parallel}) "
-            f"{money(a.usd_per_month)}/month")
+    return (f"cheapest {strategy} alternative: {a.gpus} × {a.gpu} ({a.instance_type}, {a.precision}, "
+            f"TP{a.tensor_parallel}) {money(a.usd_per_month)}/month")
 
 
 def _sweep_lines(sw: Sweep | None) -> list[str]:

@@ -9,6 +9,7 @@ Owns: the blocks, HTML escaping, the stylesheet. Imports only the standard libra
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 
 from sizing.report.format import md_table
@@ -102,7 +103,10 @@ th, td { border: 1px solid var(--line); padding: .3rem .5rem; text-align: left; 
 th { background: var(--head); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 caption { caption-side: top; text-align: left; font-weight: 600; padding: .3rem 0; }
-pre { background: var(--head); border: 1px solid var(--line); padding: .6rem; overflow-x: auto; font-size: .85rem; }
+pre { background: var(--head); border: 1px solid var(--line); padding: .6rem; white-space: pre-wrap;
+      overflow-wrap: anywhere; font-size: .85rem; }
+code { font-size: .9em; background: var(--head); padding: 0 .2em; }
+pre code { background: none; padding: 0; }
 figure { margin: 1rem 0; } figure svg { width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: .9rem; }
 .infeasible { color: var(--bad); }
@@ -141,9 +145,14 @@ def _html_table(b: Table) -> str:
     return "".join(out)
 
 
+def _inline(text: str) -> str:
+    """Escaped text with Markdown's `code` spans as <code> (the only inline markup the document uses)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def _html_block(b: Block) -> str:
     if isinstance(b, Para):
-        return f"<p>{html.escape(b.text)}</p>"
+        return f"<p>{_inline(b.text)}</p>"
     if isinstance(b, Bullets):
         return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in b.items) + "</ul>"
     if isinstance(b, Table):
