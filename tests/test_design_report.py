@@ -136,3 +136,25 @@ def test_a_bad_stack_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     code, _, err = cli("report", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "doc"))
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
     assert not (tmp_path / "doc").exists()
+
+
+def test_rate_based_stack_keeps_its_own_traffic_and_infeasible_reasons() -> None:
+    from sizing.analysis.capacity import capacity_table
+    from sizing.errors import NoFeasiblePlanError
+
+    p = plan_for(ROOT / "stacks" / "Pulumi.llama70b.yaml")
+    assert p.workload.traffic.concurrent_users is None
+    asked: list[list[str]] = []
+
+    def plan_with(sets: list[str]) -> Plan:
+        asked.append(sets)
+        if sets[0] == "hardware.gpus=[L4]":
+            raise NoFeasiblePlanError("none", ["no deployment meets the workload:", "L4: misses-itl: floor 81 ms"])
+        return p
+
+    table = capacity_table(p, ["L4", "H200", "B200"], plan_with)
+    assert table.user_levels == [0, 10, 100, 1000] and table.gpus == ["L4", "H200", "B200"]
+    assert ["hardware.gpus=[H200]"] in asked  # level 0: the stack's own rate, no users override
+    assert ["hardware.gpus=[H200]", 'workload.traffic={"concurrent_users":100}'] in asked
+    l4 = table.cell("L4", 100)
+    assert not l4.feasible and l4.reason == "misses-itl: floor 81 ms"

@@ -3,7 +3,8 @@
 Each cell is what `llmcap plan STACK --set hardware.gpus=[GPU] --set <users> --format json` prints
 (the cell keeps its `--set` overrides, so a reader can reproduce it, and tests/test_design_report.py
 compares them): the planner is handed in by the command (`PlanWith`), this module never plans by itself.
-An infeasible cell keeps the planner's first problem as its reason.
+An infeasible cell keeps the planner's problems as its reason. A stack given as a request rate has its
+own traffic as the level `0` (no users override) besides the standard user levels.
 
 Owns: the GPU types and user levels of the table, and the cells. Must not import matplotlib, pulumi,
 boto3 or the report layer.
@@ -38,7 +39,7 @@ class CapacityCell(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu: str
-    concurrent_users: int
+    concurrent_users: int  # 0: the stack's own traffic (a request rate)
     sets: list[str]  # the --set overrides that reproduce the cell with `llmcap plan`
     feasible: bool
     instance_type: str = ""
@@ -49,7 +50,7 @@ class CapacityCell(BaseModel):
     instances: int = 0
     usd_per_month: float | None = None  # GPU instances, 730 h
     usd_per_million_output_tokens: float | None = None  # GPU only, planned load
-    reason: str = ""  # infeasible: the planner's first problem
+    reason: str = ""  # infeasible: the planner's problems (why this GPU type cannot meet the workload)
 
 
 class CapacityTable(BaseModel):
@@ -64,9 +65,10 @@ class CapacityTable(BaseModel):
 
 
 def user_levels(plan: Plan) -> list[int]:
-    """The stack's own concurrent users (a rate-based stack has none) and the standard levels."""
+    """The stack's own concurrent users (0 for a stack given as a request rate: its own traffic) and the
+    standard levels."""
     own = plan.workload.traffic.concurrent_users
-    return sorted({*STANDARD_USER_LEVELS, *([int(own)] if own else [])})
+    return sorted({*STANDARD_USER_LEVELS, int(own) if own else 0})
 
 
 def table_gpus(plan: Plan, catalog_order: list[str]) -> list[str]:
@@ -92,7 +94,10 @@ def cell_of(gpu: str, users: int, sets: list[str], plan_with: PlanWith) -> Capac
     try:
         p = plan_with(sets)
     except NoFeasiblePlanError as e:
-        reason = e.problems[0] if e.problems else str(e.args[0] if e.args else "no feasible plan")
+        # the problems open with a heading line ending in ":", then one line per GPU type
+        lines = [ln for ln in e.problems if not ln.endswith(":")] or e.problems
+        reason = "; ".join(ln.removeprefix(f"{gpu}: ") for ln in lines) if lines \
+            else str(e.args[0] if e.args else "no feasible plan")
         return CapacityCell(gpu=gpu, concurrent_users=users, sets=sets, feasible=False, reason=reason)
     lead = p.pools[0]
     return CapacityCell(
@@ -108,7 +113,8 @@ def capacity_table(plan: Plan, catalog_order: list[str], plan_with: PlanWith) ->
     """Every GPU type the stack's region offers × every user level, each a full plan by `plan_with`."""
     gpus = table_gpus(plan, catalog_order)
     levels = user_levels(plan)
-    cells = [cell_of(g, n, [f"hardware.gpus=[{g}]", users_set(plan, n)], plan_with) for g in gpus for n in levels]
+    cells = [cell_of(g, n, [f"hardware.gpus=[{g}]"] + ([users_set(plan, n)] if n else []), plan_with)
+             for g in gpus for n in levels]
     return CapacityTable(gpus=gpus, user_levels=levels, cells=cells)
 
 

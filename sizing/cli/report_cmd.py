@@ -60,12 +60,12 @@ def design_inputs(stack_file: Path, sets: list[str], catalog: Path | None,
     their JSON."""
     from sizing.analysis.arithmetic import arithmetic
     from sizing.analysis.capacity import capacity_table, purchase_options
-    from sizing.analysis.compare import blast_radius
+    from sizing.analysis.compare import blast_radius, compare_options
     from sizing.analysis.comparison import Option
     from sizing.analysis.sweep import parse_sweep, run_sweep
     from sizing.catalog.lookup import load_catalog
     from sizing.measure.rollout import stages
-    from sizing.planning.planner import plan_for
+    from sizing.planning.planner import plan_for, plan_stack
     from sizing.report.design_doc import DesignInputs, FitRecord
     from sizing.report.plan_views import plan_text
     from sizing.stack import load_stack
@@ -81,6 +81,8 @@ def design_inputs(stack_file: Path, sets: list[str], catalog: Path | None,
     purchase = purchase_options(plan, plan_with)
     stack = load_stack(stack_file, sets)
     opts = [Option(s, stack, s) for s in ("scale-up", "scale-out")]
+    # default batching flags, as `llmcap compare` plans options (so the verdict agrees with the sweeps)
+    comparison = compare_options(opts, lambda o: plan_stack(o.stack, cat, o.strategy, tune_batching=False))
     users_sweep = run_sweep(opts, parse_sweep(USERS_SWEEP), cat) if stack.workload.traffic.concurrent_users else None
     itl_sweep = run_sweep(opts, parse_sweep(ITL_SWEEP), cat)
     figs: dict[str, Figure] = {}
@@ -100,10 +102,12 @@ def design_inputs(stack_file: Path, sets: list[str], catalog: Path | None,
                     goodput_range=cal.goodput_range)
     d = DesignInputs(plan=plan, text=plan_text(plan), stack_file=str(stack_file), capacity=table, purchase=purchase,
                      arithmetic=arithmetic(plan, cat), stages=stages(plan, cal, str(stack_file)), fit=fit,
-                     blast_radius=blast_radius(plan), users_sweep=users_sweep, itl_sweep=itl_sweep, figures=figs)
+                     blast_radius=blast_radius(plan), comparison=comparison, users_sweep=users_sweep,
+                     itl_sweep=itl_sweep, figures=figs)
     doc = {"schema_version": 1, "stack": str(stack_file), "sets": sets, "plan": plan.model_dump(mode="json"),
            "capacity": table.model_dump(mode="json"), "purchase": [c.model_dump(mode="json") for c in purchase],
            "arithmetic": d.arithmetic.model_dump(mode="json"), "stages": [s.model_dump(mode="json") for s in d.stages],
+           "comparison": comparison.model_dump(mode="json"),
            "sweeps": {k: s.model_dump(mode="json") for k, s in (("users", users_sweep), ("itl", itl_sweep))
                       if s is not None}}
     return d, doc

@@ -24,7 +24,7 @@ from sizing.report.format import money
 if TYPE_CHECKING:
     from sizing.analysis.arithmetic import Arithmetic
     from sizing.analysis.capacity import CapacityCell, CapacityTable
-    from sizing.analysis.comparison import Sweep
+    from sizing.analysis.comparison import Comparison, Sweep
     from sizing.measure.rollout import Stage
     from sizing.plan import Plan
     from sizing.report.plan_views import PlanText
@@ -52,15 +52,22 @@ class DesignInputs:
     stages: list[Stage]
     fit: FitRecord
     blast_radius: float  # share of capacity lost with the worst node
+    comparison: Comparison | None = None  # scale-up vs scale-out, `llmcap compare --strategies` of the stack
     users_sweep: Sweep | None = None
     itl_sweep: Sweep | None = None
     figures: dict[str, Figure] = field(default_factory=dict)  # "users", "itl"
 
 
-def _cell_text(c: CapacityCell) -> list[str]:
+def _level(c: CapacityCell, plan: Plan) -> str:
+    if c.concurrent_users:
+        return f"{c.concurrent_users:,}"
+    return f"the stack's {num(plan.workload.traffic.peak_requests_per_s or 0)} req/s"
+
+
+def _cell_text(c: CapacityCell, plan: Plan) -> list[str]:
     if not c.feasible:
-        return [f"{c.concurrent_users:,}", "infeasible", "", "", "", "", "", c.reason]
-    return [f"{c.concurrent_users:,}", f"{c.instance_type} ({c.precision}, TP{c.tensor_parallel})",
+        return [_level(c, plan), "infeasible", "", "", "", "", "", c.reason]
+    return [_level(c, plan), f"{c.instance_type} ({c.precision}, TP{c.tensor_parallel})",
             f"{c.replicas:,}", f"{c.gpus:,}", f"{c.instances:,}", money(c.usd_per_month),
             usd(c.usd_per_million_output_tokens, cents=True), ""]
 
@@ -113,18 +120,9 @@ def capacity(d: DesignInputs) -> Section:
         "--set hardware.gpus=[GPU] --set workload.traffic.concurrent_users=N --format json`. $/month is GPU "
         "instances (730 h); $/1M out is GPU cost per million output tokens at the planned load.")]
     for g in d.capacity.gpus:
-        rows = [_cell_text(d.capacity.cell(g, n)) for n in d.capacity.user_levels]
+        rows = [_cell_text(d.capacity.cell(g, n), d.plan) for n in d.capacity.user_levels]
         blocks.append(Table(CAPACITY_HEADERS, rows, caption=g))
     return Section("capacity", "Capacity by hardware", list(blocks))
-
-
-def _best(d: DesignInputs, strategy: str) -> str:
-    alts = [a for a in d.plan.alternatives if a.strategy == strategy and a.feasible and a.usd_per_month is not None]
-    if not alts:
-        return f"no {strategy} alternative meets the SLO"
-    a = min(alts, key=lambda x: x.usd_per_month or 0.0)
-    return (f"cheapest {strategy} alternative: {a.gpus} × {a.gpu} ({a.instance_type}, {a.precision}, "
-            f"TP{a.tensor_parallel}) {money(a.usd_per_month)}/month")
 
 
 def _sweep_lines(sw: Sweep | None) -> list[str]:
@@ -135,13 +133,31 @@ def _sweep_lines(sw: Sweep | None) -> list[str]:
                    f"{num(sw.values[0])}–{num(sw.values[-1])}"]
 
 
+def _verdict(c: Comparison | None) -> list[Para | Table]:
+    """The strategies compared at the stack's own traffic: the verdict and why, and each option's row."""
+    if c is None:
+        return []
+    from sizing.analysis.comparison import OptionSummary
+
+    rows = [[r.label, "; ".join(r.pools), f"{r.gpus:,}", money(r.usd_per_month),
+             usd(r.usd_per_million_output_tokens, cents=True), f"{r.blast_radius:.0%}", f"{r.cold_start_s:,.0f} s"]
+            if isinstance(r, OptionSummary) else [r.label, "infeasible: " + "; ".join(r.problems[-1:]), "", "", "",
+                                                  "", ""] for r in c.options]
+    head = f"Why: {c.winner} — {c.reason}." if c.winner else f"Why: {c.reason}."
+    return [Para(head), Table(["strategy", "deployment", "GPUs", "$/month", "$/1M out", "one node lost",
+                               "cold start"], rows, caption="Scale-up vs scale-out at the stack's traffic "
+                                                            "(vLLM default batching, as llmcap compare)")]
+
+
 def scale(d: DesignInputs) -> Section:
     p = d.plan
     lead = p.pools[0]
     blocks: list[Para | Bullets | Figure | Table] = [
-        Para(f"Decision: {p.strategy} planning chose {lead.instance_type} ({lead.gpu}, "
-             f"{lead.gpus_per_instance} per instance, TP{lead.tensor_parallel}); "
-             f"{_best(d, 'scale-up')}; {_best(d, 'scale-out')}."),
+        Para(f"Decision: {lead.instance_type} ({lead.gpu}, {lead.gpus_per_instance} per instance, "
+             f"TP{lead.tensor_parallel}, {lead.precision}), chosen by {p.strategy} planning with tuned batching "
+             "flags. The comparison and curves below plan each strategy with vLLM's default batching flags, as "
+             "`llmcap compare` does, so their counts can be higher than the plan's."),
+        *_verdict(d.comparison),
         Bullets(_sweep_lines(d.users_sweep) + _sweep_lines(d.itl_sweep)),
     ]
     for key in ("users", "itl"):
