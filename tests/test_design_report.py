@@ -85,6 +85,9 @@ def test_every_capacity_number_is_plans(out: Path, design: dict) -> None:  # typ
         assert row[2:7] == [f"{sum(q.replicas for q in p.pools):,}", f"{t.gpus:,}", f"{t.instances:,}",
                             money(t.usd_per_month), usd(t.usd_per_million_output_tokens, cents=True)], c
         assert row[1].startswith(p.pools[0].instance_type)
+        overview = {r[0]: r for r in tables["Overview: GPU $/month (GPUs) by concurrent users"][1:]}
+        col = design["capacity"]["user_levels"].index(c["concurrent_users"]) + 1
+        assert overview[c["gpu"]][col] == f"{money(t.usd_per_month)} ({t.gpus:,} GPUs)"
 
 
 def test_a_cell_equals_the_plan_commands_json(design: dict) -> None:  # type: ignore[type-arg]

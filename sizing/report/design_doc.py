@@ -119,6 +119,12 @@ def capacity(d: DesignInputs) -> Section:
         f"restricted to that GPU, with the stack's other settings. Each cell is `llmcap plan {d.stack_file} "
         "--set hardware.gpus=[GPU] --set workload.traffic.concurrent_users=N --format json`. $/month is GPU "
         "instances (730 h); $/1M out is GPU cost per million output tokens at the planned load.")]
+    levels = d.capacity.user_levels
+    overview = [[g] + [f"{money(c.usd_per_month)} ({c.gpus:,} GPUs)" if c.feasible else "infeasible"
+                       for c in (d.capacity.cell(g, n) for n in levels)] for g in d.capacity.gpus]
+    blocks.append(Table(["GPU"] + [_level(d.capacity.cell(d.capacity.gpus[0], n), d.plan) + " users"
+                                   if n else _level(d.capacity.cell(d.capacity.gpus[0], n), d.plan) for n in levels],
+                        overview, caption="Overview: GPU $/month (GPUs) by concurrent users"))
     for g in d.capacity.gpus:
         rows = [_cell_text(d.capacity.cell(g, n), d.plan) for n in d.capacity.user_levels]
         blocks.append(Table(CAPACITY_HEADERS, rows, caption=g))
