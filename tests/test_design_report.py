@@ -17,6 +17,7 @@ from sizing.perf.overlay import ENV_VAR
 from sizing.plan import Plan
 from sizing.planning.planner import plan_for
 from sizing.report.format import money
+from tests.golden_files import GOLDEN_DIR, check_golden
 from tests.html_checks import external_loads, parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,11 +33,17 @@ def cli(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import sizing.catalog.lookup
+
     mp = pytest.MonkeyPatch()
     d = tmp_path_factory.mktemp("report")
+    # hermetic, as the golden outputs: the bundled catalog, no calibration overlay, a relative stack path
     mp.setenv(ENV_VAR, str(d / "no-overlay.json"))
+    mp.delenv("LLMCAP_CATALOG_DIR", raising=False)
+    mp.setattr(sizing.catalog.lookup, "USER_CACHE_DIR", d / "no-catalog")
+    mp.chdir(ROOT)
     try:
-        code, stdout, err = cli("report", str(DEV), "--out", str(d / "doc"), "--no-pdf")
+        code, stdout, err = cli("report", "stacks/Pulumi.dev.yaml", "--out", str(d / "doc"), "--no-pdf")
     finally:
         mp.undo()
     assert code == 0, stdout + err
@@ -60,6 +67,11 @@ def test_every_section_in_reading_order(out: Path) -> None:
     md = (out / "design.md").read_text()
     heads = [line[3:] for line in md.splitlines() if line.startswith("## ")]
     assert len(heads) == len(SECTIONS) and heads[0] == "Summary" and heads[2] == "Capacity by hardware"
+
+
+def test_design_markdown_golden(out: Path, update_golden: bool) -> None:
+    """What a reviewer reads, byte for byte (bash scripts/update_goldens.sh rewrites it)."""
+    check_golden(GOLDEN_DIR / "report" / "dev" / "design.md", (out / "design.md").read_text(), update_golden)
 
 
 def test_capacity_table_covers_five_gpus_and_three_user_levels(design: dict) -> None:  # type: ignore[type-arg]
