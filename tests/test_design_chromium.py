@@ -31,8 +31,13 @@ def chromium() -> str:
         return found
     if not shutil.which("apt-get") or os.geteuid() != 0:
         pytest.skip("no Chromium, and apt-get as root is not available to install it (apt-get install chromium)")
-    r = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"], capture_output=True,
-                       text=True, timeout=900, check=False, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+    # timeouts: hang guards for a download of some 100 MB
+    r = subprocess.run(install, capture_output=True, text=True, timeout=900, check=False, env=env)
+    if r.returncode != 0:  # a fresh machine's package lists may be missing or stale
+        subprocess.run(["apt-get", "update"], capture_output=True, timeout=600, check=False, env=env)
+        r = subprocess.run(install, capture_output=True, text=True, timeout=900, check=False, env=env)
     found = find_chromium()
     if not found:
         pytest.skip(f"apt-get install chromium failed (exit {r.returncode}): {(r.stderr or r.stdout)[-200:]}")

@@ -160,3 +160,19 @@ def test_bundled_gsm8k_matches_shared_copy() -> None:
     if not SHARED.exists():
         pytest.skip(f"{SHARED} not present (only in the project's shared checkout)")
     assert SHARED.read_bytes() == BUNDLED_GSM8K.read_bytes()
+
+
+def test_a_changed_set_never_reuses_an_answer(servers: tuple[FakeServer, FakeServer, FakeServer],
+                                             tmp_path: Path) -> None:
+    right, _, wrong = servers
+    items = load_evalset(limit=10)
+    res = tmp_path / "r.jsonl"
+    for n, part in enumerate((items[:5], items[5:])):
+        f = tmp_path / f"set{n}.jsonl"
+        f.write_text("".join(json.dumps({"id": i, "question": it.question, "answer": it.answer}) + "\n"
+                             for i, it in enumerate(part)))  # the same ids 0..4 in both sets
+        before = right.requests + wrong.requests
+        code, out, _ = cli("eval", wrong.url, "--reference", right.url, "--dataset", str(f), "--results", str(res),
+                           "--format", "json")
+        assert right.requests + wrong.requests - before == 10
+        assert json.loads(out)["judged"] == 5

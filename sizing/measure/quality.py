@@ -13,6 +13,7 @@ Units: seconds; accuracies are shares 0..1.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -55,7 +56,9 @@ class Answer(BaseModel):
 
     role: str
     endpoint: str
+    model: str
     id: str
+    question_sha: str  # sha256 of the question (first 16 hex digits): a changed set never reuses an answer
     expected: str
     predicted: str | None
     correct: bool
@@ -144,6 +147,19 @@ def _text(doc: Any, api: str) -> str:
     return text
 
 
+def question_sha(item: EvalItem) -> str:
+    return hashlib.sha256(item.question.encode()).hexdigest()[:16]
+
+
+def _key(ep: Endpoint, item: EvalItem) -> dict[str, str]:
+    """What identifies an answer in the results file: endpoint, role, served model, item id and question."""
+    return {"role": ep.role, "endpoint": ep.url, "model": ep.model, "id": item.id, "question_sha": question_sha(item)}
+
+
+def _done(a: Answer) -> tuple[str, str, str, str, str]:
+    return (a.role, a.endpoint, a.model, a.id, a.question_sha)
+
+
 async def _ask(client: Any, ep: Endpoint, item: EvalItem, s: Settings) -> Answer:
     path, body = _body(ep, item, s)
     headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
@@ -162,15 +178,12 @@ async def _ask(client: Any, ep: Endpoint, item: EvalItem, s: Settings) -> Answer
     try:
         text = await asyncio.wait_for(call(), s.request_timeout_s)
     except TimeoutError:
-        return Answer(role=ep.role, endpoint=ep.url, id=item.id, expected=item.answer, predicted=None,
-                      correct=False, error="timeout")
+        return Answer(**_key(ep, item), expected=item.answer, predicted=None, correct=False, error="timeout")
     except Exception as e:  # noqa: BLE001 - any failure of one request is that request's wrong answer
         kind = str(e) if isinstance(e, ValueError) and str(e).startswith("http-") else e.__class__.__name__
-        return Answer(role=ep.role, endpoint=ep.url, id=item.id, expected=item.answer, predicted=None,
-                      correct=False, error=kind[:200])
+        return Answer(**_key(ep, item), expected=item.answer, predicted=None, correct=False, error=kind[:200])
     got = final_answer(text)
-    return Answer(role=ep.role, endpoint=ep.url, id=item.id, expected=item.answer, predicted=got,
-                  correct=got == item.answer)
+    return Answer(**_key(ep, item), expected=item.answer, predicted=got, correct=got == item.answer)
 
 
 async def _run(endpoints: list[Endpoint], todo: list[tuple[Endpoint, EvalItem]], s: Settings,
@@ -194,8 +207,9 @@ async def _run(endpoints: list[Endpoint], todo: list[tuple[Endpoint, EvalItem]],
 def evaluate(endpoints: list[Endpoint], items: list[EvalItem], s: Settings, results: Path,
              tick: Callable[[], None] = lambda: None, on_todo: Callable[[int], None] = lambda n: None) -> list[Answer]:
     """Ask every endpoint every item not yet in `results` (same endpoint URL and role); the answers now there."""
-    done = {(a.role, a.endpoint, a.id) for a in read_results(results)}
-    todo = [(ep, it) for it in items for ep in endpoints if (ep.role, ep.url, it.id) not in done]
+    done = {_done(a) for a in read_results(results)}
+    todo = [(ep, it) for it in items for ep in endpoints if _done(Answer(**_key(ep, it), expected="",
+                                                                          predicted=None, correct=False)) not in done]
     on_todo(len(todo))
     sink = ResultsFile(results)
     try:
@@ -222,9 +236,9 @@ def verdict(reference: Endpoint, candidate: Endpoint, items: list[EvalItem], ans
     `max_drop` (a share) of the reference. An incomplete run never passes."""
     if not 0 <= max_drop < 1:
         raise SpecError(f"--max-drop: must be between 0 and 100 points (got {max_drop * 100:g})")
-    ids = {it.id for it in items}
-    by = {r: {a.id: a for a in answers if a.role == r and a.id in ids and a.endpoint == ep.url}
-          for r, ep in (("reference", reference), ("candidate", candidate))}
+    want = {r: {_done(Answer(**_key(ep, it), expected="", predicted=None, correct=False)) for it in items}
+            for r, ep in (("reference", reference), ("candidate", candidate))}
+    by = {r: {a.id: a for a in answers if _done(a) in want[r]} for r in want}
     both = [i for i in (it.id for it in items) if i in by["reference"] and i in by["candidate"]]
     ref = {i: by["reference"][i] for i in both}
     cand = {i: by["candidate"][i] for i in both}
