@@ -92,3 +92,31 @@ def test_rollout_lists_the_stages_of_the_stack() -> None:
     assert doc[0]["replicas"] == 1 and doc[-1]["demand_share"] == 1.0
     code, out, _ = cli("rollout", str(DEV))
     assert code == 0 and "stage canary" in out and "llmcap verify canary.json" in out
+
+
+def _eval_json(tmp_path: Path, candidate_correct: int) -> Path:
+    from sizing.measure.quality import Accuracy, Verdict
+
+    def acc(role: str, c: int) -> Accuracy:
+        return Accuracy(role=role, endpoint=f"http://{role}", answered=100, correct=c, errors=0, accuracy=c / 100,
+                        ci95=(0.0, 1.0))
+
+    drop = (100 - candidate_correct) / 100
+    v = Verdict(items=100, judged=100, reference=acc("reference", 100), candidate=acc("candidate", candidate_correct),
+                drop=drop, drop_ci95=(drop, drop), max_drop=0.01, complete=True, passed=drop <= 0.01)
+    p = tmp_path / "eval.json"
+    p.write_text(json.dumps({"results": "r.jsonl", **v.model_dump(mode="json")}))
+    return p
+
+
+def test_verify_stage_gates_on_the_quality_verdict(tmp_path: Path) -> None:
+    run = make_run(15, 733.0, ttft_p95=450, itl_p95=22, planned=True)
+    f = save(make_results(make_plan(), [run]), tmp_path)
+    code, out, _ = cli("verify", str(f), "--stage", "canary", "--eval", str(_eval_json(tmp_path, 100)))
+    assert code == 0, out
+    code, out, _ = cli("verify", str(f), "--stage", "canary", "--eval", str(_eval_json(tmp_path, 90)))
+    assert code == 1
+    assert "verify --stage canary: FAIL (quality: accuracy drop <= max drop: 10.0 points, limit 1.0)" in out
+    (tmp_path / "bad.json").write_text("{}")
+    code, _, err = cli("verify", str(f), "--stage", "canary", "--eval", str(tmp_path / "bad.json"))
+    assert code == 2 and "not the JSON of llmcap eval --format json" in err

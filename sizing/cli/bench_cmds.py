@@ -212,6 +212,8 @@ def verify(
     fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     stage: str | None = typer.Option(None, "--stage", help="rollout stage judged: canary | ten-percent | full "
                                      "(its demand share and tolerance, llmcap rollout)"),
+    eval_file: Path | None = typer.Option(None, "--eval", help="the quality gate's verdict (llmcap eval --format "
+                                          "json > eval.json), judged as one more criterion"),
 ) -> None:
     """Pass/fail of a bench run against the plan and SLO, with the gap to each prediction. Exit 1 on failure."""
     from sizing.measure.results import load_results
@@ -233,6 +235,10 @@ def verify(
     tolerance = 0.2 if tolerance is None else tolerance
     check_inputs(share, max_error_rate, tolerance)
     run, rows = criteria(res, plan, share, max_error_rate, tolerance)
+    if eval_file is not None:
+        from sizing.measure.quality import quality_criterion
+
+        rows.append(quality_criterion(eval_file))
     failed = [c.name for c in rows if c.passed is False]
     if fmt == TableOrJson.json:
         emit_json({"results": str(results_file), **({"stage": stage} if stage else {}),

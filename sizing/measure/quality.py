@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sizing.errors import SpecError
 from sizing.measure.evalset import EvalItem, final_answer, paired_drop, wilson
+from sizing.measure.verify import Criterion
 
 MAX_BODY_BYTES = 2**20  # one completion's JSON (512 tokens are a few KiB)
 INSTRUCTION = "Solve the problem step by step. End with the final answer on its own line as '#### <number>'."
@@ -248,3 +249,19 @@ def verdict(reference: Endpoint, candidate: Endpoint, items: list[EvalItem], ans
     return Verdict(items=len(items), judged=len(both), reference=_accuracy(reference, ref),
                    candidate=_accuracy(candidate, cand), drop=drop, drop_ci95=(lo, hi), max_drop=max_drop,
                    complete=complete, passed=complete and drop <= max_drop + 1e-12)
+
+
+def quality_criterion(path: Path) -> Criterion:
+    """The quality gate as a `llmcap verify` criterion, from `llmcap eval --format json` output."""
+    from sizing.user_files import read_user_file
+
+    text = read_user_file(path, "eval verdict", "write one with llmcap eval ... --format json > eval.json")
+    try:
+        doc = json.loads(text)
+        doc.pop("results", None)
+        v = Verdict.model_validate(doc)
+    except ValueError:
+        raise SpecError(f"{path}: not the JSON of llmcap eval --format json") from None
+    return Criterion("quality: accuracy drop <= max drop", v.drop * 100.0, v.max_drop * 100.0, "points", v.passed,
+                     detail=f"reference {v.reference.accuracy:.1%}, candidate {v.candidate.accuracy:.1%} on "
+                            f"{v.judged:,} of {v.items:,} questions" + ("" if v.complete else ", incomplete"))

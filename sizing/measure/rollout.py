@@ -91,10 +91,11 @@ def stages(plan: Plan, cal: Calibration, stack_file: str = "STACK") -> list[Stag
     out: list[Stage] = []
     for name, what, replicas, share in _shares(plan):
         results = f"{name}.json"
-        cmds = [f"llmcap bench $ENDPOINT --stack {stack_file} --replicas {replicas} --out {results}",
-                f"llmcap verify {results} --stack {stack_file} --stage {name}"]
+        cmds = [f"llmcap bench $ENDPOINT --stack {stack_file} --replicas {replicas} --out {results}"]
         if name == "canary":
-            cmds.append("llmcap eval $ENDPOINT --reference $REFERENCE_ENDPOINT --max-drop 1")
+            cmds.append("llmcap eval $ENDPOINT --reference $REFERENCE_ENDPOINT --max-drop 1 --format json > eval.json")
+        cmds.append(f"llmcap verify {results} --stack {stack_file} --stage {name}"
+                    + (" --eval eval.json" if name == "canary" else ""))
         thresholds = [
             Threshold(criterion="TTFT p95 <= SLO", limit=f"{slo.ttft_p95_ms:g} ms", source="the stack's SLO"),
             Threshold(criterion="ITL p95 <= SLO", limit=f"{slo.itl_p95_ms:g} ms", source="the stack's SLO"),
@@ -107,7 +108,7 @@ def stages(plan: Plan, cal: Calibration, stack_file: str = "STACK") -> list[Stag
         ]
         if name == "canary":
             thresholds.append(Threshold(
-                criterion="quality: candidate accuracy >= reference − max drop",
+                criterion="quality: accuracy drop <= max drop",
                 limit="1 point on GSM8K exact match (llmcap eval --max-drop)",
                 source="the same evaluation set as the full-precision reference"))
         out.append(Stage(name=name, what=what, replicas=replicas, demand_share=round(share, 6), tolerance=tol,
