@@ -24,6 +24,9 @@ SECTIONS = ["summary", "requirements", "capacity", "scale", "arithmetic", "cost"
             "assumptions", "model-error"]
 BROWSER_TIMEOUT_S = 180  # a hang guard, far above the few seconds a render takes
 
+# slow: starts a browser four times (and installs one with apt-get where missing), some 30 s on two cores
+pytestmark = pytest.mark.slow
+
 
 def chromium() -> str:
     found = find_chromium()

@@ -83,9 +83,10 @@ def test_capacity_table_covers_five_gpus_and_three_user_levels(design: dict) -> 
 
 
 
-def test_every_capacity_number_is_plans(out: Path, design: dict) -> None:  # type: ignore[type-arg]
+def _check_cells(out: Path, design: dict, cells: list[dict]) -> None:  # type: ignore[type-arg]
+    """Each cell re-planned as `llmcap plan` plans it; its row and overview cell in the HTML are that plan's."""
     tables = parse((out / "design.html").read_text()).tables
-    for c in design["capacity"]["cells"]:
+    for c in cells:
         try:
             p = plan_for(DEV, c["sets"])
         except Exception as e:  # noqa: BLE001 - the cell must then say infeasible
@@ -100,6 +101,15 @@ def test_every_capacity_number_is_plans(out: Path, design: dict) -> None:  # typ
         overview = {r[0]: r for r in tables["Overview: GPU $/month (GPUs) by concurrent users"][1:]}
         col = design["capacity"]["user_levels"].index(c["concurrent_users"]) + 1
         assert overview[c["gpu"]][col] == f"{money(t.usd_per_month)} ({t.gpus:,} GPUs)"
+
+
+def test_capacity_numbers_at_100_users_are_plans(out: Path, design: dict) -> None:  # type: ignore[type-arg]
+    _check_cells(out, design, [c for c in design["capacity"]["cells"] if c["concurrent_users"] == 100])
+
+
+@pytest.mark.slow  # re-plans every cell of the table (about 30 plans with batching tuned, some 15 CPU s)
+def test_every_capacity_number_is_plans(out: Path, design: dict) -> None:  # type: ignore[type-arg]
+    _check_cells(out, design, design["capacity"]["cells"])
 
 
 def test_a_cell_equals_the_plan_commands_json(design: dict) -> None:  # type: ignore[type-arg]
