@@ -18,7 +18,10 @@ from sizing.cli import app
 from sizing.measure.evalset import BUNDLED_GSM8K, final_answer, load_evalset, normalise, paired_drop, wilson
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent.parent / "shared" / "evalsets" / "gsm8k_test.jsonl"
+# the project's shared material beside the checkout (../shared), or beside its worktrees folder
+SHARED = next((p for p in (ROOT.parent / "shared" / "evalsets" / "gsm8k_test.jsonl",
+                           ROOT.parent.parent / "shared" / "evalsets" / "gsm8k_test.jsonl") if p.exists()),
+              ROOT.parent / "shared" / "evalsets" / "gsm8k_test.jsonl")
 N = 60  # questions per test run: enough for a 10-point drop to be clear, quick on two cores
 
 
