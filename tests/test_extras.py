@@ -153,6 +153,8 @@ def test_a_command_whose_extra_is_missing_says_which_in_one_line(tmp_path: Path)
         (["preflight", "stacks/Pulumi.dev.yaml"], "llmcap preflight needs boto3", "aws", None),
         (["bench", "http://127.0.0.1:9", "--stack", "stacks/Pulumi.dev.yaml", "--out", str(tmp_path / "b.json")],
          "llmcap bench needs httpx", "bench", tmp_path / "b.json"),
+        (["eval", "http://127.0.0.1:9", "--reference", "http://127.0.0.1:8", "--results", str(tmp_path / "e.jsonl")],
+         "llmcap eval needs httpx", "bench", tmp_path / "e.jsonl"),
     ]
     results = _run_blocked(blocked, [c[0] for c in cases], tmp_path)
     for (args, says, extra, written), r in zip(cases, results, strict=True):

@@ -139,6 +139,7 @@ class Calibration:
     source_file: str = ""
     fit_error: dict[str, Any] = field(default_factory=dict)
     goodput_range: tuple[float, float] = (1.0, 1.0)  # (p10, p90) of measured/predicted, held out
+    rows: int = 0  # published measurements fitted on
 
     def v(self, name: str) -> float:
         spec = PARAMS[name]
@@ -184,7 +185,8 @@ def calibration_from_dict(d: dict[str, Any]) -> Calibration:
     gr = d.get("goodput_range", {})
     return Calibration(values=values, fitted_compute_tflops=tflops, fitted_on=d.get("fitted_on", ""),
                        source_file=d.get("source_file", ""), fit_error=d.get("fit_error", {}),
-                       goodput_range=(float(gr.get("p10", 1.0)), float(gr.get("p90", 1.0))))
+                       goodput_range=(float(gr.get("p10", 1.0)), float(gr.get("p90", 1.0))),
+                       rows=int(d.get("rows", 0)))
 
 
 def prior_calibration() -> Calibration:

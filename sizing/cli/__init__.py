@@ -23,9 +23,11 @@ from sizing.cli import (
     compare_cmd,
     diff_cmd,
     estimate_cmd,
+    eval_cmd,
     images_cmd,
     plan_cmd,
     render_cmd,
+    report_cmd,
     validate_cmd,
 )
 
@@ -112,6 +114,9 @@ app.command("preflight")(aws_cmds.preflight)
 app.command("bench")(bench_cmds.bench)
 app.command("verify")(bench_cmds.verify)
 app.command("calibrate")(bench_cmds.calibrate)
+app.command("report")(report_cmd.report)
+app.command("eval")(eval_cmd.eval_)
+app.command("rollout")(report_cmd.rollout)
 app.add_typer(aws_cmds.catalog_app, name="catalog")
 app.add_typer(images_cmd.images_app, name="images")
 

@@ -240,8 +240,13 @@ def verify(
     demand_share: float | None = typer.Option(None, "--demand-share",
                                               help="share of the plan's demand the endpoint carries"),
     max_error_rate: float = typer.Option(0.01, "--max-error-rate", help="failed requests share allowed"),
-    tolerance: float = typer.Option(0.2, "--tolerance", help="allowed gap for throughput and goodput"),
+    tolerance: float | None = typer.Option(None, "--tolerance", help="allowed gap for throughput and goodput "
+                                           "(default 0.2; with --stage, the model's held-out goodput range)"),
     fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    stage: str | None = typer.Option(None, "--stage", help="rollout stage judged: canary | ten-percent | full "
+                                     "(its demand share and tolerance, llmcap rollout)"),
+    eval_file: Path | None = typer.Option(None, "--eval", help="the quality gate's verdict (llmcap eval --format "
+                                          "json > eval.json), judged as one more criterion"),
 ) -> None:
     """Pass/fail of a bench run against the plan and SLO, with the gap to each prediction. Exit 1 on failure."""
     from sizing.measure.results import load_results
@@ -253,11 +258,24 @@ def verify(
     if plan is None:
         raise SpecError(f"{results_file} holds no plan; pass --plan PLAN.json or --stack STACK_FILE")
     share = demand_share if demand_share is not None else res.demand_share
+    if stage is not None:
+        from sizing.catalog.lookup import load_catalog
+        from sizing.measure.rollout import stage as rollout_stage
+
+        st = rollout_stage(plan, load_catalog().calibration, stage)
+        share = demand_share if demand_share is not None else st.demand_share
+        tolerance = st.tolerance if tolerance is None else tolerance
+    tolerance = 0.2 if tolerance is None else tolerance
     check_inputs(share, max_error_rate, tolerance)
     run, rows = criteria(res, plan, share, max_error_rate, tolerance)
+    if eval_file is not None:
+        from sizing.measure.quality import quality_criterion
+
+        rows.append(quality_criterion(eval_file))
     failed = [c.name for c in rows if c.passed is False]
     if fmt == TableOrJson.json:
-        emit_json({"results": str(results_file), "judged_run": {"mode": run.mode, "load": run.load},
+        emit_json({"results": str(results_file), **({"stage": stage} if stage else {}),
+                   "judged_run": {"mode": run.mode, "load": run.load},
                    "passed": not failed, "failed": failed,
                    "criteria": [{"name": c.name, "measured": c.measured, "limit": c.limit, "predicted": c.predicted,
                                  "gap_pct": c.gap_pct, "unit": c.unit, "passed": c.passed, "detail": c.detail}
@@ -275,9 +293,17 @@ def verify(
                       _fmt(c.limit), _fmt(c.predicted), "–" if gap is None else f"{gap:+.0f}%",
                       "info" if c.passed is None else ("PASS" if c.passed else "FAIL"))
         console().print(t)
-        typer.echo("verify: PASS" if not failed else f"verify: FAIL ({'; '.join(failed)})")
+        what = f"verify --stage {stage}" if stage else "verify"
+        typer.echo(f"{what}: PASS" if not failed else f"{what}: FAIL ({'; '.join(_failing(rows))})")
     if failed:
         raise typer.Exit(1)
+
+
+def _failing(rows: list[Any]) -> list[str]:
+    """Each failed criterion with its measured figure and limit, e.g. "ITL p95 <= SLO: 31.2 ms, limit 25"."""
+    return [f"{c.name}: {_fmt(c.measured)} {c.unit}" + (f", limit {_fmt(c.limit)}" if c.limit is not None else "")
+            + (f", predicted {_fmt(c.predicted)}" if c.limit is None and c.predicted is not None else "")
+            for c in rows if c.passed is False]
 
 
 @guarded

@@ -6,8 +6,9 @@ that this table and pyproject.toml agree):
 
 - infra: pulumi, pulumi-aws, pulumi-kubernetes, pulumi-tls (`llmcap render`, the Pulumi program of `pulumi up`)
 - aws:   boto3 (`llmcap preflight`, `llmcap catalog refresh`)
-- bench: httpx (`llmcap bench`, the load generator)
-- plot:  matplotlib (`llmcap compare --sweep ... --plot`)
+- bench: httpx (`llmcap bench`, the load generator; `llmcap eval`, the quality gate)
+- plot:  matplotlib (`llmcap compare --sweep ... --plot`; the figures of `llmcap report`, which without it
+  writes the document without them and says so)
 
 A command checks its extra before it plans or writes anything (`require`); `sizing.cli.common.guarded`
 turns a missing extra's ModuleNotFoundError raised later into the same line, so no command shows a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sizing.cost.money import HOURS_PER_MONTH
@@ -309,3 +310,25 @@ def render_markdown(plan: Plan) -> str:
     if plan.warnings:
         parts += [""] + [f"- ⚠ {w}" for w in plan.warnings]
     return "\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class PlanText:
+    """The plan's views as text, for documents that lay them out themselves (sizing.report.design_doc):
+    built here once so a document never re-formats a plan figure."""
+
+    headline: str
+    pool_headers: list[str]
+    pool_rows: list[list[str]]
+    totals_rows: list[tuple[str, str]]
+    api_headers: list[str]
+    api_rows: list[list[str]]
+    redundancy_lines: list[str]
+    cold_start_lines: list[str]
+
+
+def plan_text(plan: Plan) -> PlanText:
+    return PlanText(headline=headline(plan), pool_headers=POOL_HEADERS, pool_rows=pool_rows(plan),
+                    totals_rows=totals_rows(plan), api_headers=API_HEADERS, api_rows=api_rows(plan),
+                    redundancy_lines=[redundancy_line(p) for p in plan.pools],
+                    cold_start_lines=[cold_start_line(plan, p) for p in plan.pools])

@@ -52,6 +52,19 @@ def plot_sweep(sw: Sweep, path: Path, title: str = "") -> Path:
     return path
 
 
+def sweep_svg(sw: Sweep, title: str = "") -> str:
+    """The same figure as SVG text, for inlining in a self-contained HTML document (no date in its
+    metadata, so the same sweep gives the same bytes)."""
+    import io
+
+    with matplotlib.rc_context({"svg.hashsalt": "llmcap"}):  # stable element ids
+        fig, _labels = build_figure(sw, title)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def _money_formatter(cents: bool) -> Any:
     from matplotlib.ticker import FuncFormatter
 
