@@ -85,16 +85,18 @@ MUTABLE_TAGS = ("latest", "main", "nightly", "")
 def image_source(ctx: FitContext) -> Iterator[FitProblem]:
     """Every image through the cache or the user's registry, and pinned. Whether the Docker Hub credential
     exists is a fact of the user's account, so the missing-credential case needs the real run."""
+    from infra.engines import images_in_use
     from infra.registry import CLUSTER_IMAGES
 
     d = ctx.stack.deployment
     src = _source("image_source")
-    for key in CLUSTER_IMAGES:
+    used = images_in_use(ctx.plan, CLUSTER_IMAGES)
+    for key in used:
         img = settings.image(key)
         if img.tag in MUTABLE_TAGS and not img.digest:
             yield FitProblem("image-source", key, f"{img.image}:{img.tag or '(no tag)'} is not pinned; pin a "
                              "release tag or a digest in infra/data/versions.yaml", src)
-    hub = sorted(settings.image(k).image for k in CLUSTER_IMAGES if settings.image(k).registry == "docker.io")
+    hub = sorted(settings.image(k).image for k in used if settings.image(k).registry == "docker.io")
     if ctx.extra.get("deploying") and hub and not (d.image_registry or d.docker_hub_credential_arn):
         limit = settings.registries()["docker_hub_anonymous_pulls_per_hour"]
         yield FitProblem("image-source", "llmcap:deployment",
@@ -106,8 +108,9 @@ def image_source(ctx: FitContext) -> Iterator[FitProblem]:
 @fit_row
 def image_pins(ctx: FitContext) -> dict[str, dict[str, object]]:
     """Fit-table column: the images pinned by tag only (no verified digest)."""
+    from infra.engines import images_in_use
     from infra.registry import CLUSTER_IMAGES
 
-    unverified = [k for k in CLUSTER_IMAGES if settings.image_digest_status(k)]
+    unverified = [k for k in images_in_use(ctx.plan, CLUSTER_IMAGES) if settings.image_digest_status(k)]
     note = f"tag only, digest unverified: {', '.join(unverified)}" if unverified else "by digest"
     return {pool.name: {"image pins": note} for pool in ctx.plan.pools}
