@@ -280,6 +280,20 @@ def verify(
         raise typer.Exit(1)
 
 
+def stack_for_engine_benched(st: Any, res: Any) -> Any:
+    """A stack that allows several engines, narrowed to the engine the results were measured against (their
+    plan's pools say which), so the prediction is that engine's and the overlay entry is keyed by it."""
+    if len(st.workload.engines) == 1:
+        return st
+    from dataclasses import replace
+
+    benched = {p.engine for p in res.plan.pools} if res.plan is not None else set()
+    if len(benched) != 1 or next(iter(benched)) not in st.workload.engines:
+        raise SpecError(f"{st.name} allows {', '.join(st.workload.engines)} and the results do not say which engine "
+                        "was benched; pass --plan PLAN.json, or bench with --endpoint ENGINE=URL")
+    return replace(st, workload=st.workload.for_engine(benched.pop()))
+
+
 @guarded
 def calibrate(
     from_: Path = typer.Option(..., "--from", help="results JSON from llmcap bench --out"),
@@ -304,7 +318,7 @@ def calibrate(
         from sizing.planning.planner import plan_stack
         from sizing.stack import load_stack
 
-        plan = plan_stack(load_stack(stack), goodput_scale=None)
+        plan = plan_stack(stack_for_engine_benched(load_stack(stack), res), goodput_scale=None)
     else:
         plan, _ = _plan_for(None, plan_file)
     plan = plan or res.plan
