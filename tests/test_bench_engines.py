@@ -144,3 +144,19 @@ def test_calibrate_against_a_stack_of_several_engines_plans_the_engine_benched(
     no_plan.write_text(make_results(None, calibration_runs(5000), replicas=7).model_dump_json())
     code, _, stderr = run("calibrate", "--from", str(no_plan), "--stack", str(stack))
     assert code == 2 and "which engine" in stderr
+
+
+def test_verify_against_a_stack_of_several_engines_judges_the_engine_benched(tmp_path: Path) -> None:
+    from sizing.planning.planner import plan_for
+    from tests.test_bench_verify_calibrate import calibration_runs
+
+    stack = ROOT / "stacks" / "Pulumi.engines.yaml"
+    sglang_plan = plan_for(stack, ["workload.engine=sglang"])
+    f = tmp_path / "sglang.json"
+    f.write_text(make_results(sglang_plan, calibration_runs(5000), replicas=7).model_dump_json())
+    (tmp_path / "plan.json").write_text(sglang_plan.to_json())
+    by_stack = run("verify", str(f), "--stack", str(stack), "--format", "json")
+    by_plan = run("verify", str(f), "--plan", str(tmp_path / "plan.json"), "--format", "json")
+    assert by_stack[0] in (0, 1) and by_plan[0] == by_stack[0], by_stack[2]
+    predicted = [[c["predicted"] for c in json.loads(out)["criteria"]] for _, out, _ in (by_stack, by_plan)]
+    assert predicted[0] == predicted[1]

@@ -248,7 +248,13 @@ def verify(
     from sizing.measure.verify import check_inputs, criteria
 
     res = load_results(results_file)
-    plan, _ = _plan_for(stack, plan_file)
+    if plan_file is None and stack is not None:
+        from sizing.planning.planner import plan_stack
+        from sizing.stack import load_stack
+
+        plan: Plan | None = plan_stack(stack_for_engine_benched(load_stack(stack), res))
+    else:
+        plan, _ = _plan_for(None, plan_file)
     plan = plan or res.plan
     if plan is None:
         raise SpecError(f"{results_file} holds no plan; pass --plan PLAN.json or --stack STACK_FILE")
