@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from infra.registry import ImageRefs
-    from sizing.plan import Pool
+    from sizing.plan import Plan, Pool
 
 ENGINES = ("vllm", "sglang")
 
@@ -54,6 +54,14 @@ def engine_of(pool: Pool) -> Engine:
     if pool.engine == "sglang":
         return SGLANG
     raise ValueError(f"pool {pool.name}: llmcap deploys {', '.join(ENGINES)}, not {pool.engine!r}")
+
+
+def images_in_use(plan: Plan, cluster_images: tuple[str, ...]) -> list[str]:
+    """The keys of `cluster_images` (infra/registry.py CLUSTER_IMAGES) a plan's cluster pulls: every image but
+    the engines', plus the engines its pools run."""
+    engine_keys = {e.image_key for e in (VLLM, SGLANG)}
+    used = {engine_of(p).image_key for p in plan.pools if p.engine in ENGINES}
+    return [k for k in cluster_images if k not in engine_keys or k in used]
 
 
 def image_of(pool: Pool, images: ImageRefs) -> str:

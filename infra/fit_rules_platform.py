@@ -85,16 +85,18 @@ MUTABLE_TAGS = ("latest", "main", "nightly", "")
 def image_source(ctx: FitContext) -> Iterator[FitProblem]:
     """Every image through the cache or the user's registry, and pinned. Whether the Docker Hub credential
     exists is a fact of the user's account, so the missing-credential case needs the real run."""
+    from infra.engines import images_in_use
     from infra.registry import CLUSTER_IMAGES
 
     d = ctx.stack.deployment
     src = _source("image_source")
-    for key in CLUSTER_IMAGES:
+    used = images_in_use(ctx.plan, CLUSTER_IMAGES)
+    for key in used:
         img = settings.image(key)
         if img.tag in MUTABLE_TAGS and not img.digest:
             yield FitProblem("image-source", key, f"{img.image}:{img.tag or '(no tag)'} is not pinned; pin a "
                              "release tag in infra/data/versions.yaml and run llmcap images lock", src)
-    hub = sorted(settings.image(k).image for k in CLUSTER_IMAGES if settings.image(k).registry == "docker.io")
+    hub = sorted(settings.image(k).image for k in used if settings.image(k).registry == "docker.io")
     if ctx.extra.get("deploying") and hub and not (d.image_registry or d.docker_hub_credential_arn):
         limit = settings.registries()["docker_hub_anonymous_pulls_per_hour"]
         yield FitProblem("image-source", "llmcap:deployment",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from infra import settings
+from infra.engines import image_of
 from infra.k8s_common import (
     HF_TOKEN_SECRET,
     HF_TOKEN_SECRET_KEY,
@@ -114,9 +115,10 @@ def copy_job(namespace: str, model: str, where: WeightsLocation, region: str, po
             {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [pool.name]}]}]}}},
         "initContainers": [{
             "name": "download",
-            "image": images.vllm,
-            # the `hf` CLI ships with huggingface_hub in the vLLM image; original/* holds duplicate
-            # consolidated .pth files that vLLM does not read
+            # the pool's own engine image, already on its nodes; the `hf` CLI ships with huggingface_hub in
+            # both (sglang 0.5.23 pins transformers==5.19.0, which requires huggingface-hub>=1.31.0);
+            # original/* holds duplicate consolidated .pth files that the engines do not read
+            "image": image_of(pool, images),
             # --revision: the commit pinned in sizing/data/checkpoints.csv (the plan's checkpoint_revision)
             "command": ["hf", "download", model, *(["--revision", revision] if revision else []),
                         "--local-dir", MODEL_DIR, "--exclude", "original/*"],

@@ -18,6 +18,7 @@ from tests.fake_openai_server import FakeServer, FakeServerConfig
 from tests.plan_factory import make_plan, make_pool
 
 ENV = {"COLUMNS": "250"}
+ROOT = Path(__file__).resolve().parents[1]
 MODEL = "meta-llama-3-8b-instruct"
 
 
@@ -124,3 +125,38 @@ def test_a_goodput_no_heavier_run_missed_is_shown_as_a_lower_bound(two: tuple[Fa
                                "--stack", str(write_stack(tmp_path)), "--concurrency", "1", "--duration", "0.4")
     assert code == 0, stderr
     assert "≥ " in stdout and "bench heavier loads" in stdout
+
+
+def test_calibrate_against_a_stack_of_several_engines_plans_the_engine_benched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sizing.perf.overlay import ENV_VAR
+    from tests.test_bench_verify_calibrate import calibration_runs
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "overlay.json"))
+    stack = ROOT / "stacks" / "Pulumi.engines.yaml"  # plans vLLM as its choice
+    sglang_plan = make_plan(pools=[make_pool(gpu="L40S").model_copy(update={"engine": "sglang"})])
+    f = tmp_path / "sglang.json"
+    f.write_text(make_results(sglang_plan, calibration_runs(5000), replicas=7).model_dump_json())
+    code, stdout, stderr = run("calibrate", "--from", str(f), "--stack", str(stack), "--format", "json")
+    assert code == 0, stdout + stderr  # the runs saturate: calibrate takes them
+    assert json.loads(stdout)["entry"]["engine"] == "sglang"
+    no_plan = tmp_path / "unknown.json"
+    no_plan.write_text(make_results(None, calibration_runs(5000), replicas=7).model_dump_json())
+    code, _, stderr = run("calibrate", "--from", str(no_plan), "--stack", str(stack))
+    assert code == 2 and "which engine" in stderr
+
+
+def test_verify_against_a_stack_of_several_engines_judges_the_engine_benched(tmp_path: Path) -> None:
+    from sizing.planning.planner import plan_for
+    from tests.test_bench_verify_calibrate import calibration_runs
+
+    stack = ROOT / "stacks" / "Pulumi.engines.yaml"
+    sglang_plan = plan_for(stack, ["workload.engine=sglang"])
+    f = tmp_path / "sglang.json"
+    f.write_text(make_results(sglang_plan, calibration_runs(5000), replicas=7).model_dump_json())
+    (tmp_path / "plan.json").write_text(sglang_plan.to_json())
+    by_stack = run("verify", str(f), "--stack", str(stack), "--format", "json")
+    by_plan = run("verify", str(f), "--plan", str(tmp_path / "plan.json"), "--format", "json")
+    assert by_stack[0] in (0, 1) and by_plan[0] == by_stack[0], by_stack[2]
+    predicted = [[c["predicted"] for c in json.loads(out)["criteria"]] for _, out, _ in (by_stack, by_plan)]
+    assert predicted[0] == predicted[1]

@@ -4,6 +4,7 @@ has one the first engine's infeasibility is the error."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,3 +69,16 @@ def test_a_switch_of_engine_shows_in_the_cost_diff() -> None:
     assert s.before is not None and s.after is not None
     assert not any("sglang" in p for p in s.before.pools) and any(p.endswith(", sglang)") for p in s.after.pools)
     assert s.status != "unchanged"
+
+
+def test_compare_tells_two_engines_apart() -> None:
+    from typer.testing import CliRunner
+
+    from sizing.cli import app
+
+    stacks = [str(ROOT / "stacks" / f"Pulumi.{s}.yaml") for s in ("dev", "sglang")]
+    r = CliRunner().invoke(app, ["compare", *stacks, "--format", "json"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    pools = [o["pools"] for o in doc["options"]]
+    assert not any("sglang" in p for p in pools[0]) and all(p.endswith(", sglang)") for p in pools[1])

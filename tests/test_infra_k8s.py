@@ -184,10 +184,14 @@ def test_metrics_and_dashboard(stack_id: str) -> None:
     for pool in result.plan.pools:
         assert f"vector({pool.per_replica.ttft_p95_ms:g})" in exprs, stack_id
         assert f"vector({pool.per_replica.itl_p95_ms:g})" in exprs, stack_id
-    for metric in ("vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
-                   "vllm:time_per_output_token_seconds_bucket", "vllm:kv_cache_usage_perc",
-                   "vllm:gpu_cache_usage_perc", "vllm:generation_tokens_total"):
-        assert metric in exprs, metric
+    expected = {"vllm": ("vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
+                         "vllm:time_per_output_token_seconds_bucket", "vllm:kv_cache_usage_perc",
+                         "vllm:gpu_cache_usage_perc", "vllm:generation_tokens_total"),
+                "sglang": ("sglang:time_to_first_token_seconds_bucket", "sglang:inter_token_latency_seconds_bucket",
+                           "sglang:token_usage", "sglang:generation_tokens_total")}
+    for engine in {p.engine for p in result.plan.pools}:
+        for metric in expected[engine]:
+            assert metric in exprs, f"{stack_id}: {metric}"
 
 
 def test_llama405b_renders_a_leader_worker_set_with_the_plan_group_size() -> None:

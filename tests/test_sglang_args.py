@@ -196,3 +196,22 @@ def test_the_flags_file_is_what_the_pinned_wheel_declares(tmp_path: Path) -> Non
                     os.environ["LLMCAP_SGLANG_WHEEL_DIR"], "--version", pinned["sglang_version"].lstrip("v"),
                     "--as-of", pinned["as_of"], "--out", str(out)], check=True, capture_output=True, text=True)
     assert yaml.safe_load(out.read_text(encoding="utf-8")) == pinned
+
+
+def test_the_copy_job_downloads_with_the_pools_own_image() -> None:
+    # one engine image per node: the copy Job runs on a node of the pool it serves (infra/weights.py)
+    from infra.weights import copy_job
+
+    pool = plan_for(DEV, SGLANG).pools[0]
+    job = copy_job("llmcap", pool.vllm.model, WeightsLocation("b", "p/"), "us-east-1", pool, False)
+    download = job["spec"]["template"]["spec"]["initContainers"][0]
+    assert "lmsysorg/sglang:" in download["image"] and download["command"][0] == "hf"
+
+
+def test_the_image_pins_name_only_the_images_a_plan_pulls() -> None:
+    from infra.engines import images_in_use
+    from infra.registry import CLUSTER_IMAGES
+
+    assert "sglang" in images_in_use(plan_for(DEV, SGLANG), CLUSTER_IMAGES)
+    assert "vllm" not in images_in_use(plan_for(DEV, SGLANG), CLUSTER_IMAGES)
+    assert images_in_use(plan_for(DEV), CLUSTER_IMAGES) == ["vllm", "router", "aws_cli"]

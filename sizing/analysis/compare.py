@@ -58,7 +58,8 @@ def summarize(option: Option, plan: Plan) -> OptionSummary:
     return OptionSummary(
         label=option.label, stack=option.stack.name, strategy=plan.strategy, model=plan.model,
         pools=[f"{p.instances_desired}× {p.instance_type} ({p.replicas} replicas of {p.gpu} "
-               f"×{p.tensor_parallel * p.pipeline_parallel}, {p.precision})" for p in plan.pools],
+               f"×{p.tensor_parallel * p.pipeline_parallel}, {p.precision}"
+               f"{', ' + p.engine if p.engine != 'vllm' else ''})" for p in plan.pools],  # a non-default engine
         gpu=lead.gpu, instance_type=lead.instance_type, precision=lead.precision,
         gpus=totals.gpus, instances=totals.instances, usd_per_hour=totals.usd_per_hour,
         usd_per_month=totals.usd_per_month, all_in_usd_per_month=totals.all_in_usd_per_month,

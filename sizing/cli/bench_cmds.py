@@ -253,7 +253,13 @@ def verify(
     from sizing.measure.verify import check_inputs, criteria
 
     res = load_results(results_file)
-    plan, _ = _plan_for(stack, plan_file)
+    if plan_file is None and stack is not None:
+        from sizing.planning.planner import plan_stack
+        from sizing.stack import load_stack
+
+        plan: Plan | None = plan_stack(stack_for_engine_benched(load_stack(stack), res))
+    else:
+        plan, _ = _plan_for(None, plan_file)
     plan = plan or res.plan
     if plan is None:
         raise SpecError(f"{results_file} holds no plan; pass --plan PLAN.json or --stack STACK_FILE")
@@ -306,6 +312,20 @@ def _failing(rows: list[Any]) -> list[str]:
             for c in rows if c.passed is False]
 
 
+def stack_for_engine_benched(st: Any, res: Any) -> Any:
+    """A stack that allows several engines, narrowed to the engine the results were measured against (their
+    plan's pools say which), so the prediction is that engine's and the overlay entry is keyed by it."""
+    if len(st.workload.engines) == 1:
+        return st
+    from dataclasses import replace
+
+    benched = {p.engine for p in res.plan.pools} if res.plan is not None else set()
+    if len(benched) != 1 or next(iter(benched)) not in st.workload.engines:
+        raise SpecError(f"{st.name} allows {', '.join(st.workload.engines)} and the results do not say which engine "
+                        "was benched; pass --plan PLAN.json, or bench with --endpoint ENGINE=URL")
+    return replace(st, workload=st.workload.for_engine(benched.pop()))
+
+
 @guarded
 def calibrate(
     from_: Path = typer.Option(..., "--from", help="results JSON from llmcap bench --out"),
@@ -330,7 +350,7 @@ def calibrate(
         from sizing.planning.planner import plan_stack
         from sizing.stack import load_stack
 
-        plan = plan_stack(load_stack(stack), goodput_scale=None)
+        plan = plan_stack(stack_for_engine_benched(load_stack(stack), res), goodput_scale=None)
     else:
         plan, _ = _plan_for(None, plan_file)
     plan = plan or res.plan
