@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import autoscaling, netpol, settings
+from infra import autoscaling, netpol, settings, smoke
+from infra import router as router_module
 from infra.app_objects import namespace_object, secret_object, service_account_object
 from infra.components import apply
 from infra.components.observability import Observability, ObservabilityArgs
 from infra.components.pool import ServingPool, ServingPoolArgs
 from infra.components.router import Router, RouterArgs
+from infra.components.smoke_job import SmokeJob, SmokeJobArgs
 from infra.components.weights_job import WeightsJob, WeightsJobArgs
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY
 from infra.names import (
@@ -32,9 +34,13 @@ from infra.names import (
     copy_job_name,
     served_checkpoints,
 )
+from infra.observability import duration_s
+from infra.platform import load_platform
 from infra.registry import ImageRefs
+from infra.serving import rollout_timeout_s
 from sizing.perf.cold_start import before_engine_s
 from sizing.planning.allocatable import daemonset_request
+from sizing.planning.metrics_storage import prometheus_volume
 from sizing.planning.node_storage import loading_mode
 from sizing.planning.system_nodes import system_pods
 
@@ -93,6 +99,7 @@ class KubernetesAppArgs:
     # user's registry); None pulls from the upstream registries (tests of this component only)
     registry_host: pulumi.Input[str] | None = None
     system_nodes: int = 0  # the system node group's desired size (Prometheus is sized for the nodes it scrapes)
+    system_nodes_max: int = 0  # its max (Prometheus's volume holds the series of the cluster at its largest)
 
 
 class KubernetesApp(pulumi.ComponentResource):
@@ -107,8 +114,8 @@ class KubernetesApp(pulumi.ComponentResource):
         ns_res = apply.create(namespace_object(ns), child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns_res])
         # default deny, then only the paths the stack needs (before any pod starts)
-        for pol in netpol.network_policies(plan, ns, None if d.vpc_id else d.vpc_cidr):
-            apply.create(pol, in_ns)
+        policies = [apply.create(pol, in_ns)
+                    for pol in netpol.network_policies(plan, ns, load_platform(d).service_ipv4_cidr)]
         accounts = [apply.create(service_account_object(sa, ns), in_ns)
                     for sa in (args.service_account_name, WEIGHTS_LOADER_SERVICE_ACCOUNT)]
         secrets = [apply.create(secret_object(API_KEY_SECRET, ns, API_KEY_SECRET_KEY,
@@ -120,10 +127,14 @@ class KubernetesApp(pulumi.ComponentResource):
         images = (pulumi.Output.from_input(args.registry_host).apply(ImageRefs.through)
                   if args.registry_host is not None else pulumi.Output.from_input(ImageRefs.upstream()))
         part = pulumi.ResourceOptions(parent=self)
+        o = settings.policy().observability
+        volume = prometheus_volume(plan, args.system_nodes_max or args.system_nodes,
+                                   duration_s(o.retention), duration_s(o.scrape_interval))
         observability = Observability(f"{name}-observability", ObservabilityArgs(
             plan=plan, namespace=ns, namespace_ready=[ns_res],
             prometheus_requests=prometheus_requests(plan, args.system_nodes),
-            node_exporter=daemonset_resources("prometheus-node-exporter")), part)
+            node_exporter=daemonset_resources("prometheus-node-exporter"), volume_gib=volume.volume_gib,
+            retention_size_gib=volume.retention_size_gib, volume_type=load_platform(d).root_volume_type), part)
 
         # one copy Job per checkpoint the pools serve, on a node of the first pool serving it
         checkpoints = served_checkpoints(plan.pools)
@@ -137,19 +148,30 @@ class KubernetesApp(pulumi.ComponentResource):
                 images=images, with_hf_token=args.hf_token is not None,
                 after=[*secrets, *accounts, addons["device"]]), part).job
 
+        workloads: list[pulumi.Resource] = []
+        timeouts: list[int] = []
         for pool in plan.pools:
             mode = loading_mode(pool, d.model_cache_on_instance_store)
-            ServingPool(f"{name}-{pool.name}", ServingPoolArgs(
+            timeouts.append(rollout_timeout_s(pool, before_engine_s(pool, mode)))
+            workloads.append(ServingPool(f"{name}-{pool.name}", ServingPoolArgs(
                 pool=pool, namespace=ns, service_account_name=args.service_account_name, region=args.region,
                 weights_mode=mode, before_engine_s=before_engine_s(pool, mode),
                 weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[pool.vllm.model],
                 images=images, queue_threshold=autoscaling.queue_threshold(plan, pool),
                 weights_job=jobs[pool.vllm.model], device_plugin=addons["device"], namespace_ready=[ns_res],
-                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws")), part)
+                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws")),
+                part).workload)
 
         router = Router(f"{name}-router", RouterArgs(
             namespace=ns, options=d, images=images, namespace_ready=[ns_res], secrets=secrets,
-            load_balancer_controller=args.load_balancer_controller), part)
+            load_balancer_controller=args.load_balancer_controller, engines=workloads,
+            ready_timeout_s=max(timeouts, default=0) or None), part)
+        # the deployment's last step: one answered request per served model through the router
+        SmokeJob(f"{name}-smoke", SmokeJobArgs(
+            plan=plan, namespace=ns, url=smoke.router_url(
+                router_module.NAME, ns, int(router_module.service(ns, d)["spec"]["ports"][0]["port"])),
+            wait_s=smoke.deadline_s(timeouts), images=images,
+            after=[*workloads, router.deployment, router.service, *secrets, *policies]), part)
         self.endpoint = router.endpoint
         self.register_outputs({"endpoint": self.endpoint})
 

@@ -27,17 +27,42 @@ KV_USAGE = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
 GEN_TOKENS = "vllm:generation_tokens_total|vllm_generation_tokens_total"
 
 
-def kube_prometheus_values(prometheus_requests: dict[str, str], node_exporter: dict[str, Any]) -> dict[str, Any]:
-    """The kube-prometheus-stack values: Prometheus with the requests the system node group was sized for,
-    node-exporter with the requests the node-allocatable model subtracts (both resolved by
-    infra/kubernetes_app.py from sizing/data)."""
+DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}  # Prometheus duration suffixes
+
+
+def duration_s(text: str) -> int:
+    """A single-unit Prometheus duration ("15d", "15s") in seconds."""
+    return int(text[:-1]) * DURATION_UNITS_S[text[-1]]
+
+
+def storage_class(volume_type: str) -> dict[str, Any]:
+    """The StorageClass of Prometheus's volume: the EBS CSI driver's (provisioner ebs.csi.aws.com,
+    parameters `type` and `encrypted`: kubernetes-sigs/aws-ebs-csi-driver docs/parameters.md)."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": meta(settings.policy().observability.storage_class, None),
+            "provisioner": "ebs.csi.aws.com", "parameters": {"type": volume_type, "encrypted": "true"},
+            "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True, "reclaimPolicy": "Delete"}
+
+
+def kube_prometheus_values(prometheus_requests: dict[str, str], node_exporter: dict[str, Any],
+                           volume_gib: int, retention_size_gib: int) -> dict[str, Any]:
+    """The kube-prometheus-stack values: Prometheus with the requests the system node group was sized for
+    and its blocks on a `volume_gib` PersistentVolume it fills to at most `retention_size_gib`
+    (sizing/planning/metrics_storage.py), node-exporter with the requests the node-allocatable model
+    subtracts (all resolved by infra/kubernetes_app.py from sizing/data)."""
+    o = settings.policy().observability
     return {
         "prometheus": {"prometheusSpec": {
             "resources": {"requests": prometheus_requests},
             # pick up PodMonitors/ServiceMonitors from every namespace, not only the chart's own
             "podMonitorSelectorNilUsesHelmValues": False,
             "serviceMonitorSelectorNilUsesHelmValues": False,
-            "retention": settings.policy().observability.retention,
+            "retention": o.retention,
+            # Prometheus reads sizes in base-2 units (--storage.tsdb.retention.size: "512MB" is 512 MiB)
+            "retentionSize": f"{retention_size_gib}GB",
+            "storageSpec": {"volumeClaimTemplate": {"spec": {
+                "storageClassName": o.storage_class, "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": f"{volume_gib}Gi"}}}}},
         }},
         "grafana": {
             # never the chart's well-known default password: a generated one, kept in this Secret

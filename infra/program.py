@@ -142,7 +142,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         plan=plan, region=stack.region, deployment=d, weights_bucket=store.bucket.bucket, weights_prefixes=prefixes,
         service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
         api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
-        registry_host=cache.registry_host, system_nodes=system_nodes.desired),
+        registry_host=cache.registry_host, system_nodes=system_nodes.desired, system_nodes_max=system_nodes.max_size),
         opts=pulumi.ResourceOptions(provider=cluster.provider,
                                     depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
                                                 *cluster.addons, store]))
