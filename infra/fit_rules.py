@@ -386,6 +386,8 @@ def _rows(fit: FitContext) -> dict[str, dict[str, object]]:
             "instance": p.instance_type,
             "CPU req/alloc (m)": f"{cpu * k:,}/{v.node.for_pods_cpu_millicores:,}",
             "mem req/alloc (Mi)": f"{mem * k:,}/{v.node.for_pods_memory_mib:,}",
+            # kept out of "alloc" for DaemonSets added after the deploy (sizing/planning/allocatable.py)
+            "later DS reserve (m/Mi)": f"{v.node.reserve_cpu_millicores:,}/{v.node.reserve_memory_mib:,}",
             "GPUs req/node": f"{gpus_per_pod(p) * k}/{p.gpus_per_instance}",
             "cache/ckpt (GiB)": f"{cache_size_limit(p)[:-2]}/{p.checkpoint_gib:.1f}",
             "disk (GiB)": f"{where} {usable:,.0f}",
