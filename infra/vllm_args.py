@@ -89,4 +89,5 @@ def check_args(args: list[str]) -> None:
         old = allow.get("deprecated_values", {}).get(a, {}).get(args[i + 1]) if i + 1 < len(args) else None
         if old is not None:
             instead = f"; use {old['use']}" if old["use"] else ""
-            raise VllmArgsError(f"{a} {args[i + 1]}: deprecated in vLLM {version}{instead} (infra/data/vllm_flags.yaml)")
+            raise VllmArgsError(f"{a} {args[i + 1]}: deprecated in vLLM {version}{instead} "
+                                "(infra/data/vllm_flags.yaml)")
