@@ -7,7 +7,8 @@ with their sources: node allocatable (sizing/planning/allocatable.py: node_alloc
 checkpoint sizes (sizing/perf/checkpoint.py: checkpoints.csv), EKS-disallowed AZ IDs
 (infra/data/eks_disallowed_az_ids.csv), LWS placement (kubernetes-sigs/lws).
 
-Rules: api-key-empty, served-model-mismatch, requests-exceed-allocatable, gpus-exceed-node,
+Rules: api-key-empty, gated-checkpoint-without-token, served-model-mismatch, requests-exceed-allocatable,
+gpus-exceed-node,
 storage-below-checkpoint, cluster-subnet-disallowed-az, lws-exclusive-topology, pdb-exceeds-runnable,
 node-group-max-below-surge, max-num-seqs-below-concurrency, capacity-below-demand.
 """
@@ -173,6 +174,22 @@ def api_key_empty(fit: FitContext) -> Iterator[FitProblem]:
         yield FitProblem("api-key-empty", "llmcap:api_key",
                          "is empty, and vLLM serves every route unauthenticated with an empty key; set one with "
                          "`pulumi config set --secret llmcap:api_key \"$(openssl rand -hex 32)\"`", SRC_VLLM_KEY)
+
+
+@fit_rule("gated-checkpoint-without-token")
+def gated_checkpoint_without_token(fit: FitContext) -> Iterator[FitProblem]:
+    """A gated Hub repository (checkpoints.csv `gated`) downloads only with a token: without one the copy Job
+    fails after every GPU node is up. Applies where the caller knows whether llmcap:hf_token is set
+    (`extra["hf_token_set"]`: a real preview/up, or a render told so)."""
+    if fit.extra.get("hf_token_set", True):
+        return
+    for ckpt in dict.fromkeys(p.vllm.model for p in fit.plan.pools):
+        facts = fit.catalog.checkpoints.get(ckpt)
+        if facts is not None and facts.gated:
+            yield FitProblem("gated-checkpoint-without-token", "llmcap:hf_token",
+                             f"{ckpt} is a gated Hugging Face repository and no token is set; accept its license on "
+                             "huggingface.co, then `pulumi config set --secret llmcap:hf_token hf_...`",
+                             "sizing/data/checkpoints.csv gated")
 
 
 @fit_rule("served-model-mismatch")

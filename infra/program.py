@@ -84,7 +84,8 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
     account's secrets apply too (EKS API reachable, Docker Hub credential); False for an offline render."""
     api_key = secrets.api_key if isinstance(secrets.api_key, str) else None
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key,
-                                         extra={"deploying": deploying}))
+                                         extra={"deploying": deploying,
+                                                "hf_token_set": secrets.hf_token is not None}))
     if not report.ok:
         raise NotDeployable(report)
     d = stack.deployment
