@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from sizing.deployment import DeploymentOptions
     from sizing.plan import Plan
 
-__all__ = ["KubernetesApp", "KubernetesAppArgs", "device_plugin_values", "prometheus_requests"]
+__all__ = ["KubernetesApp", "KubernetesAppArgs", "dcgm_exporter_values", "device_plugin_values", "prometheus_requests"]
 
 
 # ---------------------------------------------------------------- figures the components read, from sizing/data
@@ -79,6 +79,22 @@ def device_plugin_values() -> dict[str, Any]:
             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["gpu"]}]}]}}},
         "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def gpu_node_scheduling() -> dict[str, Any]:
+    """On GPU nodes only: our node groups label them llmcap.io/role=gpu and taint them nvidia.com/gpu."""
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["gpu"]}]}]}}},
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def dcgm_exporter_values() -> dict[str, Any]:
+    """NVIDIA's DCGM exporter on every GPU node: GPU utilisation and memory for the dashboard. Its ServiceMonitor
+    keeps the exporter's own `pod`/`namespace` labels, which name the pod holding each GPU (honorLabels), so
+    the dashboard can select a pool's GPUs; its requests are the ones the node model subtracts."""
+    return {"resources": daemonset_resources("dcgm-exporter"), **gpu_node_scheduling(),
+            "serviceMonitor": {"enabled": True, "interval": settings.policy().observability.scrape_interval,
+                               "honorLabels": True}}
 
 
 @dataclass
@@ -187,6 +203,7 @@ class KubernetesApp(pulumi.ComponentResource):
         out: dict[str, pulumi.Resource] = {
             "device": release("nvidia_device_plugin", device_plugin_values()),
             "keda": release("keda", {}),
+            "dcgm": release("dcgm_exporter", dcgm_exporter_values()),
         }
         if any(p.nodes_per_replica > 1 for p in plan.pools):
             out["lws"] = release("leaderworkerset", {})

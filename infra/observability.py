@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from infra import settings
-from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, PART_OF_LABEL, POOL_METRIC_LABEL, meta
+from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, PART_OF_LABEL, POOL_METRIC_LABEL, meta, serving_name
 
 if TYPE_CHECKING:
     from sizing.plan import Plan, Pool
@@ -25,6 +25,10 @@ WAITING = "vllm:num_requests_waiting|vllm_num_requests_waiting"
 RUNNING = "vllm:num_requests_running|vllm_num_requests_running"
 KV_USAGE = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
 GEN_TOKENS = "vllm:generation_tokens_total|vllm_generation_tokens_total"
+# NVIDIA DCGM exporter's default counters (the pinned chart's etc/default-counters.csv): utilisation in %,
+# framebuffer memory in MiB, labelled with the pod that holds the GPU
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+GPU_MEM_USED_MIB = "DCGM_FI_DEV_FB_USED"
 
 
 DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}  # Prometheus duration suffixes
@@ -133,13 +137,25 @@ def pool_panels(pool: Pool, namespace: str, first_id: int, y: int) -> list[dict[
                [(f"sum(rate({_sel(GEN_TOKENS, ns, pool)}[1m]))", "measured"),
                 (f"vector({r.goodput_output_tokens_per_s * pool.replicas:g})", "plan goodput (planned replicas)"),
                 (f"vector({r.planned_output_tokens_per_s * pool.replicas:g})", "plan load")], 8, y + 8),
+        _panel(first_id + 5, f"{p}: GPU utilisation (DCGM)", "percent",
+               [(f"avg({_gpu(GPU_UTIL, ns, pool)})", "mean over GPUs"),
+                (f"min({_gpu(GPU_UTIL, ns, pool)})", "least busy GPU")], 16, y + 8),
+        _panel(first_id + 6, f"{p}: GPU memory used per GPU (DCGM)", "decgbytes",
+               [(f"max({_gpu(GPU_MEM_USED_MIB, ns, pool)}) / 1024", "measured (fullest GPU)"),
+                (f"vector({r.weights_gib_per_gpu + r.kv_cache_gib_per_gpu:g})", "plan weights + KV cache")], 0, y + 16),
     ]
+
+
+def _gpu(metric: str, namespace: str, pool: Pool) -> str:
+    """A DCGM series of the GPUs held by the pool's pods (Deployment pods vllm-<pool>-<hash>, LWS pods
+    vllm-<pool>-<group>[-<worker>])."""
+    return f'{metric}{{namespace="{namespace}", pod=~"{serving_name(pool.name)}-.*"}}'
 
 
 def dashboard(plan: Plan, namespace: str) -> dict[str, Any]:
     panels: list[dict[str, Any]] = []
     for i, pool in enumerate(plan.pools):
-        panels += pool_panels(pool, namespace, first_id=1 + 10 * i, y=16 * i)
+        panels += pool_panels(pool, namespace, first_id=1 + 10 * i, y=24 * i)
     return {"uid": f"llmcap-{plan.stack}"[:40], "title": f"llmcap {plan.stack}: vLLM predicted vs actual",
             "tags": ["llmcap", "vllm"], "schemaVersion": 39, "editable": False, "refresh": "30s",
             "time": {"from": "now-6h", "to": "now"}, "panels": panels}

@@ -150,6 +150,7 @@ DEV_WAITS = {
     'deployment-llmcap-router': ['deployment-vllm-g6e-xlarge', 'namespace-llmcap', 'secret-hf-token',
                                  'secret-vllm-api-key'],
     'deployment-vllm-g6e-xlarge': ['job-weights-copy', 'llmcap-dev-weights', 'nvidia-device-plugin'],
+    'dcgm-exporter': [],  # issue 32: GPU utilisation and memory for the dashboard
     'job-weights-copy': ['llmcap-dev-weights', 'nvidia-device-plugin', 'secret-hf-token', 'secret-vllm-api-key',
                          'serviceaccount-vllm', 'serviceaccount-weights-loader'],
     # issue 32: the smoke Job, after every workload, the router, the key and the policies it needs
