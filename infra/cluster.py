@@ -38,6 +38,12 @@ CLUSTER_ADMIN_ACCESS_POLICY = "AmazonEKSClusterAdminPolicy"
 ADDONS_BEFORE_NODES = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy")
 ADDONS_AFTER_NODES = ("coredns",)
 VPC_CNI_SERVICE_ACCOUNT = "aws-node"  # the vpc-cni add-on's DaemonSet, in kube-system
+# the EBS CSI driver (Prometheus's gp3 volume): "The Amazon EKS add-on name is aws-ebs-csi-driver ... The
+# permissions in the AmazonEBSCSIDriverPolicy AWS managed policy are required", for the controller's service
+# account ebs-csi-controller-sa in kube-system (EKS user guide, add-ons-aws-ebs-csi-driver.html)
+EBS_CSI_ADDON = "aws-ebs-csi-driver"
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+EBS_CSI_POLICIES = ["service-role/AmazonEBSCSIDriverPolicy"]
 LBC_POLICY_FILE = Path(__file__).parent / "data" / "aws_load_balancer_controller_policy.json"
 
 
@@ -111,6 +117,9 @@ class EksCluster(pulumi.ComponentResource):
             version=p.kubernetes_version,
             role_arn=cluster_role.arn,
             vpc_config=vpc_config,
+            # pinned so the router's NetworkPolicy can name the API server's ClusterIP (infra/netpol.py)
+            kubernetes_network_config=aws.eks.ClusterKubernetesNetworkConfigArgs(
+                service_ipv4_cidr=p.service_ipv4_cidr),
             access_config=aws.eks.ClusterAccessConfigArgs(
                 authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True),
             encryption_config=aws.eks.ClusterEncryptionConfigArgs(
@@ -155,6 +164,15 @@ class EksCluster(pulumi.ComponentResource):
                 f"{name}-{addon}", cluster_name=self.name, addon_name=addon,
                 resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="PRESERVE", tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group])))
+
+        ebs_role = role_with_managed_policies(f"{name}-ebs-csi", pod_identity_trust_policy(
+            self.cluster.arn, "kube-system", EBS_CSI_SERVICE_ACCOUNT), EBS_CSI_POLICIES, tags, self,
+            "EBS CSI driver (Prometheus's volume) through EKS Pod Identity")
+        self.addons.append(aws.eks.Addon(
+            f"{name}-{EBS_CSI_ADDON}", cluster_name=self.name, addon_name=EBS_CSI_ADDON,
+            pod_identity_associations=[{"role_arn": ebs_role.arn, "service_account": EBS_CSI_SERVICE_ACCOUNT}],
+            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="PRESERVE", tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group])))
 
         self.load_balancer_controller_role = self._load_balancer_controller(name, tags)
         self.kubeconfig = pulumi.Output.all(self.cluster.name, self.cluster.endpoint,

@@ -7,7 +7,8 @@ with their sources: node allocatable (sizing/planning/allocatable.py: node_alloc
 checkpoint sizes (sizing/perf/checkpoint.py: checkpoints.csv), EKS-disallowed AZ IDs
 (infra/data/eks_disallowed_az_ids.csv), LWS placement (kubernetes-sigs/lws).
 
-Rules: api-key-empty, engine-not-deployable, served-model-mismatch, requests-exceed-allocatable, gpus-exceed-node,
+Rules: api-key-empty, engine-not-deployable, gated-checkpoint-without-token, served-model-mismatch,
+requests-exceed-allocatable, gpus-exceed-node,
 storage-below-checkpoint, cluster-subnet-disallowed-az, lws-exclusive-topology, pdb-exceeds-runnable,
 node-group-max-below-surge, max-num-seqs-below-concurrency, capacity-below-demand.
 """
@@ -182,6 +183,22 @@ def api_key_empty(fit: FitContext) -> Iterator[FitProblem]:
         yield FitProblem("api-key-empty", "llmcap:api_key",
                          f"is empty, and {who} serves every route unauthenticated with an empty key; set one with "
                          "`pulumi config set --secret llmcap:api_key \"$(openssl rand -hex 32)\"`", src)
+
+
+@fit_rule("gated-checkpoint-without-token")
+def gated_checkpoint_without_token(fit: FitContext) -> Iterator[FitProblem]:
+    """A gated Hub repository (checkpoints.csv `gated`) downloads only with a token: without one the copy Job
+    fails after every GPU node is up. Applies where the caller knows whether llmcap:hf_token is set
+    (`extra["hf_token_set"]`: a real preview/up, or a render told so)."""
+    if fit.extra.get("hf_token_set", True):
+        return
+    for ckpt in dict.fromkeys(p.vllm.model for p in fit.plan.pools):
+        facts = fit.catalog.checkpoints.get(ckpt)
+        if facts is not None and facts.gated:
+            yield FitProblem("gated-checkpoint-without-token", "llmcap:hf_token",
+                             f"{ckpt} is a gated Hugging Face repository and no token is set; accept its license on "
+                             "huggingface.co, then `pulumi config set --secret llmcap:hf_token hf_...`",
+                             "sizing/data/checkpoints.csv gated")
 
 
 @fit_rule("served-model-mismatch")
@@ -411,6 +428,8 @@ def _rows(fit: FitContext) -> dict[str, dict[str, object]]:
             "instance": p.instance_type,
             "CPU req/alloc (m)": f"{cpu * k:,}/{v.node.for_pods_cpu_millicores:,}",
             "mem req/alloc (Mi)": f"{mem * k:,}/{v.node.for_pods_memory_mib:,}",
+            # kept out of "alloc" for DaemonSets added after the deploy (sizing/planning/allocatable.py)
+            "later DS reserve (m/Mi)": f"{v.node.reserve_cpu_millicores:,}/{v.node.reserve_memory_mib:,}",
             "GPUs req/node": f"{gpus_per_pod(p) * k}/{p.gpus_per_instance}",
             "cache/ckpt (GiB)": f"{cache_size_limit(p)[:-2]}/{p.checkpoint_gib:.1f}",
             "disk (GiB)": f"{where} {usable:,.0f}",

@@ -2,13 +2,15 @@
 
 - `endpoint-unreachable`: the machine running `pulumi up` can reach the EKS API it creates;
 - `image-source`: every image comes through the ECR pull-through cache or the user's registry, pinned;
-- `version-unsupported`: every pinned component supports the cluster's Kubernetes minor.
+- `version-unsupported`: every pinned component supports the cluster's Kubernetes minor;
+- `service-cidr-overlap`: the pinned Service range is private and outside the VPC llmcap creates.
 
 Pure (no pulumi import). The rules and their sources are rows of infra/data/fit_platform.yaml and
 infra/data/versions.yaml."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
@@ -17,6 +19,7 @@ import yaml
 
 from infra import settings
 from infra.fit import FitContext, FitProblem, fit_row, fit_rule
+from infra.platform import load_platform
 from infra.settings import DATA_DIR
 
 CIDR_COMMAND = ("pulumi config set --path 'llmcap:deployment.cluster_endpoint_public_access_cidrs[0]' "
@@ -54,6 +57,25 @@ def endpoint_unreachable(ctx: FitContext) -> Iterator[FitProblem]:
                          f"objects; allow your address with `{CIDR_COMMAND}`, or set "
                          "cluster_endpoint_private_only: true when Pulumi runs inside the VPC you bring (vpc_id)",
                          src)
+
+
+PRIVATE_BLOCKS = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")  # quoted in fit_platform.yaml service_cidr_overlap
+
+
+@fit_rule("service-cidr-overlap")
+def service_cidr_overlap(ctx: FitContext) -> Iterator[FitProblem]:
+    """The pinned Service range is private and does not overlap the VPC llmcap creates: EKS refuses the
+    cluster otherwise, after the VPC and its NAT gateways were created."""
+    service = ipaddress.ip_network(load_platform().service_ipv4_cidr)
+    src = _source("service_cidr_overlap")
+    if not any(service.subnet_of(ipaddress.ip_network(b)) for b in PRIVATE_BLOCKS):  # type: ignore[arg-type]
+        yield FitProblem("service-cidr-overlap", "infra/data/platform.yaml",
+                         f"service_ipv4_cidr {service} is not inside {', '.join(PRIVATE_BLOCKS)}", src)
+    d = ctx.stack.deployment
+    if not d.vpc_id and service.overlaps(ipaddress.ip_network(d.vpc_cidr)):
+        yield FitProblem("service-cidr-overlap", "llmcap:deployment.vpc_cidr",
+                         f"vpc_cidr {d.vpc_cidr} overlaps the cluster's Service range {service} "
+                         "(infra/data/platform.yaml service_ipv4_cidr); choose a vpc_cidr outside it", src)
 
 
 def _minor(version: str) -> tuple[int, int]:

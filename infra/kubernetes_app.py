@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import autoscaling, netpol, settings
+from infra import autoscaling, netpol, settings, smoke
+from infra import router as router_module
 from infra.addons import chart_image_values
 from infra.app_objects import namespace_object, secret_object, service_account_object
 from infra.components import apply
 from infra.components.observability import Observability, ObservabilityArgs
 from infra.components.pool import ServingPool, ServingPoolArgs
 from infra.components.router import Router, RouterArgs
+from infra.components.smoke_job import SmokeJob, SmokeJobArgs
 from infra.components.weights_job import WeightsJob, WeightsJobArgs
 from infra.image_lock import ImagePins
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY
@@ -34,9 +36,13 @@ from infra.names import (
     copy_job_name,
     served_checkpoints,
 )
+from infra.observability import duration_s
+from infra.platform import load_platform
 from infra.registry import ImageRefs
+from infra.serving import rollout_timeout_s
 from sizing.perf.cold_start import before_engine_s
 from sizing.planning.allocatable import daemonset_request
+from sizing.planning.metrics_storage import prometheus_volume
 from sizing.planning.node_storage import loading_mode
 from sizing.planning.system_nodes import system_pods
 
@@ -44,7 +50,7 @@ if TYPE_CHECKING:
     from sizing.deployment import DeploymentOptions
     from sizing.plan import Plan
 
-__all__ = ["KubernetesApp", "KubernetesAppArgs", "device_plugin_values", "prometheus_requests"]
+__all__ = ["KubernetesApp", "KubernetesAppArgs", "dcgm_exporter_values", "device_plugin_values", "prometheus_requests"]
 
 
 # ---------------------------------------------------------------- figures the components read, from sizing/data
@@ -77,6 +83,22 @@ def device_plugin_values() -> dict[str, Any]:
         "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
 
 
+def gpu_node_scheduling() -> dict[str, Any]:
+    """On GPU nodes only: our node groups label them llmcap.io/role=gpu and taint them nvidia.com/gpu."""
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["gpu"]}]}]}}},
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def dcgm_exporter_values() -> dict[str, Any]:
+    """NVIDIA's DCGM exporter on every GPU node: GPU utilisation and memory for the dashboard. Its ServiceMonitor
+    keeps the exporter's own `pod`/`namespace` labels, which name the pod holding each GPU (honorLabels), so
+    the dashboard can select a pool's GPUs; its requests are the ones the node model subtracts."""
+    return {"resources": daemonset_resources("dcgm-exporter"), **gpu_node_scheduling(),
+            "serviceMonitor": {"enabled": True, "interval": settings.policy().observability.scrape_interval,
+                               "honorLabels": True}}
+
+
 @dataclass
 class KubernetesAppArgs:
     plan: Plan
@@ -100,6 +122,7 @@ class KubernetesAppArgs:
     # the endpoint certificate the deployment created (infra/endpoint_certificate.py); None: the stack's own
     # tls_certificate_arn, or plain HTTP with allow_plain_http_endpoint
     certificate_arn: pulumi.Input[str] | None = None
+    system_nodes_max: int = 0  # its max (Prometheus's volume holds the series of the cluster at its largest)
 
 
 class KubernetesApp(pulumi.ComponentResource):
@@ -114,8 +137,8 @@ class KubernetesApp(pulumi.ComponentResource):
         ns_res = apply.create(namespace_object(ns), child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns_res])
         # default deny, then only the paths the stack needs (before any pod starts)
-        for pol in netpol.network_policies(plan, ns, None if d.vpc_id else d.vpc_cidr):
-            apply.create(pol, in_ns)
+        policies = [apply.create(pol, in_ns)
+                    for pol in netpol.network_policies(plan, ns, load_platform(d).service_ipv4_cidr)]
         accounts = [apply.create(service_account_object(sa, ns), in_ns)
                     for sa in (args.service_account_name, WEIGHTS_LOADER_SERVICE_ACCOUNT)]
         secrets = [apply.create(secret_object(API_KEY_SECRET, ns, API_KEY_SECRET_KEY,
@@ -129,10 +152,14 @@ class KubernetesApp(pulumi.ComponentResource):
                   if args.registry_host is not None and pins is not None
                   else pulumi.Output.from_input(ImageRefs.upstream()))
         part = pulumi.ResourceOptions(parent=self)
+        o = settings.policy().observability
+        volume = prometheus_volume(plan, args.system_nodes_max or args.system_nodes,
+                                   duration_s(o.retention), duration_s(o.scrape_interval))
         observability = Observability(f"{name}-observability", ObservabilityArgs(
             plan=plan, namespace=ns, namespace_ready=[ns_res],
             prometheus_requests=prometheus_requests(plan, args.system_nodes),
-            node_exporter=daemonset_resources("prometheus-node-exporter")), part)
+            node_exporter=daemonset_resources("prometheus-node-exporter"), volume_gib=volume.volume_gib,
+            retention_size_gib=volume.retention_size_gib, volume_type=load_platform(d).root_volume_type), part)
 
         # one copy Job per checkpoint the pools serve, on a node of the first pool serving it
         checkpoints = served_checkpoints(plan.pools)
@@ -146,19 +173,31 @@ class KubernetesApp(pulumi.ComponentResource):
                 images=images, with_hf_token=args.hf_token is not None,
                 after=[*secrets, *accounts, addons["device"]]), part).job
 
+        workloads: list[pulumi.Resource] = []
+        timeouts: list[int] = []
         for pool in plan.pools:
             mode = loading_mode(pool, d.model_cache_on_instance_store)
-            ServingPool(f"{name}-{pool.name}", ServingPoolArgs(
+            timeouts.append(rollout_timeout_s(pool, before_engine_s(pool, mode)))
+            workloads.append(ServingPool(f"{name}-{pool.name}", ServingPoolArgs(
                 pool=pool, namespace=ns, service_account_name=args.service_account_name, region=args.region,
                 weights_mode=mode, before_engine_s=before_engine_s(pool, mode),
                 weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[pool.vllm.model],
                 images=images, queue_threshold=autoscaling.queue_threshold(plan, pool),
                 weights_job=jobs[pool.vllm.model], device_plugin=addons["device"], namespace_ready=[ns_res],
-                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws")), part)
+                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws")),
+                part).workload)
 
         router = Router(f"{name}-router", RouterArgs(
             namespace=ns, options=d, images=images, namespace_ready=[ns_res], secrets=secrets,
-            load_balancer_controller=args.load_balancer_controller, certificate_arn=args.certificate_arn), part)
+            load_balancer_controller=args.load_balancer_controller, certificate_arn=args.certificate_arn,
+            engines=workloads,
+            ready_timeout_s=max(timeouts, default=0) or None), part)
+        # the deployment's last step: one answered request per served model through the router
+        SmokeJob(f"{name}-smoke", SmokeJobArgs(
+            plan=plan, namespace=ns, url=smoke.router_url(
+                router_module.NAME, ns, router_module.service_port(ns, d, args.certificate_arn is not None)),
+            wait_s=smoke.deadline_s(timeouts), images=images,
+            after=[*workloads, router.deployment, router.service, *secrets, *policies]), part)
         self.endpoint = router.endpoint
         self.register_outputs({"endpoint": self.endpoint})
 
@@ -176,6 +215,7 @@ class KubernetesApp(pulumi.ComponentResource):
         out: dict[str, pulumi.Resource] = {
             "device": release("nvidia_device_plugin", device_plugin_values()),
             "keda": release("keda", {}),
+            "dcgm": release("dcgm_exporter", dcgm_exporter_values()),
         }
         if any(p.nodes_per_replica > 1 for p in plan.pools):
             pins, host = args.image_pins, args.registry_host

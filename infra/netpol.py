@@ -5,18 +5,26 @@
 - router: in from anywhere on its port (the NLB in front is internal, or public with source ranges);
   out to the serving endpoints' port and the Kubernetes API (service discovery);
 - vLLM pods: in from the router and from Prometheus (metrics) on the vLLM port; all ports between pods
-  of the same pool (LeaderWorkerSet groups talk NCCL/torch.distributed); out to S3 over HTTPS (weights)
+  of the same pool over TCP (LeaderWorkerSet groups talk NCCL/torch.distributed); out to S3 over HTTPS (weights)
   and the Pod Identity agent (credentials), and to pods of the same pool;
-- weights job: out over HTTPS (Hugging Face hub, S3) and to the Pod Identity agent; nothing in.
+- weights job: out over HTTPS (Hugging Face hub, S3) and to the Pod Identity agent; nothing in;
+- smoke job: out to the router (its Service); nothing in.
 
-The Kubernetes API is addressed by the VPC CIDR when llmcap creates the VPC (the private endpoint's
-ENIs live in its subnets); with a VPC you bring, HTTPS to anywhere. Constants: infra/data/serving.yaml."""
+The VPC CNI's policy agent matches a pod's egress on its veth, before kube-proxy's DNAT
+(aws/amazon-network-policy-controller-k8s pkg/resolvers/endpoints.go, getMatchingServiceClusterIPs:
+"unable to see the pod IP after the DNAT happens for the clusterIPs"), so the router reaches the API
+server by the ClusterIP of `default/kubernetes` (the first address of the cluster's pinned Service
+range, infra/data/platform.yaml), not by the control-plane ENIs' VPC addresses; HTTPS to anywhere
+leaves the Service range out, so nothing else reaches the API. The flows the system needs, and the
+evaluator that checks these policies against them: infra/data/flows.yaml, infra/flows.py.
+Constants: infra/data/serving.yaml."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING, Any
 
-from infra import router, settings
+from infra import router, settings, smoke
 from infra.k8s_common import (
     APP_LABEL,
     COMPONENT_LABEL,
@@ -59,8 +67,19 @@ def _blocks(cidrs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
     return [{"ipBlock": {"cidr": c}} for c in cidrs]
 
 
-def network_policies(plan: Plan, namespace: str, vpc_cidr: str | None) -> list[dict[str, Any]]:
-    """The namespace's policies; `vpc_cidr` None when the VPC is the user's (its CIDR unknown here)."""
+def _outside(service_cidr: str) -> list[dict[str, Any]]:
+    """Anywhere but the cluster's Service range (IPv4 and IPv6)."""
+    return [{"ipBlock": {"cidr": ANYWHERE[0], "except": [service_cidr]}}, {"ipBlock": {"cidr": ANYWHERE[1]}}]
+
+
+def api_service_ip(service_cidr: str) -> str:
+    """The ClusterIP of `default/kubernetes` (what pods reach as KUBERNETES_SERVICE_HOST): the first address
+    of the Service range (kubernetes pkg/controlplane ServiceIPRange: `GetIndexedIP(&serviceClusterIPRange, 1)`)."""
+    return str(ipaddress.ip_network(service_cidr)[1])
+
+
+def network_policies(plan: Plan, namespace: str, service_cidr: str) -> list[dict[str, Any]]:
+    """The namespace's policies; `service_cidr`: the cluster's Service range (infra/data/platform.yaml)."""
     p = settings.policy()
     np = p.network_policy
     vllm_port, router_port, https = p.vllm_port, p.router.port, np.https_port
@@ -69,8 +88,8 @@ def network_policies(plan: Plan, namespace: str, vpc_cidr: str | None) -> list[d
            "ports": [{"protocol": "UDP", "port": np.dns_port}, _tcp(np.dns_port)]}
     credentials = {"to": _blocks(list(np.pod_identity_agent_cidrs)),
                    "ports": [_tcp(np.pod_identity_agent_port)]}
-    out_https = {"to": _blocks(ANYWHERE), "ports": [_tcp(https)]}
-    api = {"to": _blocks([vpc_cidr] if vpc_cidr else list(ANYWHERE)), "ports": [_tcp(https)]}
+    out_https = {"to": _outside(service_cidr), "ports": [_tcp(https)]}
+    api = {"to": _blocks([f"{api_service_ip(service_cidr)}/32"]), "ports": [_tcp(https)]}
     serving = {APP_LABEL: "vllm", COMPONENT_LABEL: "serving", PART_OF_LABEL: "llmcap"}
     endpoints = {**serving, ENDPOINT_LABEL: "true"}
     prometheus = {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: MONITORING_NAMESPACE}},
@@ -82,7 +101,13 @@ def network_policies(plan: Plan, namespace: str, vpc_cidr: str | None) -> list[d
                 [{"from": _blocks(ANYWHERE), "ports": [_tcp(router_port)]}],
                 [{"to": [{"podSelector": {"matchLabels": endpoints}}], "ports": [_tcp(vllm_port)]}, api]),
         _policy("weights-job", namespace, {"matchLabels": dict(WEIGHTS_JOB_LABELS)}, [], [out_https, credentials]),
+        # the router's pods by selector: the policy controller adds the router Service's ClusterIP on the
+        # Service port that targets this port (pre-DNAT egress, infra/flows.py)
+        _policy("smoke-job", namespace, {"matchLabels": dict(smoke.LABELS)}, [],
+                [{"to": [{"podSelector": {"matchLabels": dict(router.LABELS)}}], "ports": [_tcp(router_port)]}]),
     ]
+    # every TCP port (a port-less NetworkPolicyPort): NCCL's sockets and torch.distributed's store are TCP
+    any_tcp = {"protocol": "TCP"}
     for pool in plan.pools:
         same_pool = {"podSelector": {"matchLabels": serving_labels(pool.name)}}
         policies.append(_policy(
@@ -90,6 +115,6 @@ def network_policies(plan: Plan, namespace: str, vpc_cidr: str | None) -> list[d
             {"matchLabels": {**serving, POOL_LABEL: pool.name}},
             [{"from": [{"podSelector": {"matchLabels": dict(router.LABELS)}}, prometheus],
               "ports": [_tcp(vllm_port)]},
-             {"from": [same_pool]}],
-            [out_https, credentials, {"to": [same_pool]}]))
+             {"from": [same_pool], "ports": [any_tcp]}],
+            [out_https, credentials, {"to": [same_pool], "ports": [any_tcp]}]))
     return policies

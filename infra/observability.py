@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from infra import settings
-from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, PART_OF_LABEL, POOL_METRIC_LABEL, meta
+from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, PART_OF_LABEL, POOL_METRIC_LABEL, meta, serving_name
 
 if TYPE_CHECKING:
     from sizing.plan import Plan, Pool
@@ -35,18 +35,48 @@ SERIES = {
                "gen": "sglang:generation_tokens_total"},
 }
 
+# NVIDIA DCGM exporter's default counters (the pinned chart's etc/default-counters.csv): utilisation in %,
+# framebuffer memory in MiB, labelled with the pod that holds the GPU
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+GPU_MEM_USED_MIB = "DCGM_FI_DEV_FB_USED"
 
-def kube_prometheus_values(prometheus_requests: dict[str, str], node_exporter: dict[str, Any]) -> dict[str, Any]:
-    """The kube-prometheus-stack values: Prometheus with the requests the system node group was sized for,
-    node-exporter with the requests the node-allocatable model subtracts (both resolved by
-    infra/kubernetes_app.py from sizing/data)."""
+
+DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}  # Prometheus duration suffixes
+
+
+def duration_s(text: str) -> int:
+    """A single-unit Prometheus duration ("15d", "15s") in seconds."""
+    return int(text[:-1]) * DURATION_UNITS_S[text[-1]]
+
+
+def storage_class(volume_type: str) -> dict[str, Any]:
+    """The StorageClass of Prometheus's volume: the EBS CSI driver's (provisioner ebs.csi.aws.com,
+    parameters `type` and `encrypted`: kubernetes-sigs/aws-ebs-csi-driver docs/parameters.md)."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": meta(settings.policy().observability.storage_class, None),
+            "provisioner": "ebs.csi.aws.com", "parameters": {"type": volume_type, "encrypted": "true"},
+            "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True, "reclaimPolicy": "Delete"}
+
+
+def kube_prometheus_values(prometheus_requests: dict[str, str], node_exporter: dict[str, Any],
+                           volume_gib: int, retention_size_gib: int) -> dict[str, Any]:
+    """The kube-prometheus-stack values: Prometheus with the requests the system node group was sized for
+    and its blocks on a `volume_gib` PersistentVolume it fills to at most `retention_size_gib`
+    (sizing/planning/metrics_storage.py), node-exporter with the requests the node-allocatable model
+    subtracts (all resolved by infra/kubernetes_app.py from sizing/data)."""
+    o = settings.policy().observability
     return {
         "prometheus": {"prometheusSpec": {
             "resources": {"requests": prometheus_requests},
             # pick up PodMonitors/ServiceMonitors from every namespace, not only the chart's own
             "podMonitorSelectorNilUsesHelmValues": False,
             "serviceMonitorSelectorNilUsesHelmValues": False,
-            "retention": settings.policy().observability.retention,
+            "retention": o.retention,
+            # Prometheus reads sizes in base-2 units (--storage.tsdb.retention.size: "512MB" is 512 MiB)
+            "retentionSize": f"{retention_size_gib}GB",
+            "storageSpec": {"volumeClaimTemplate": {"spec": {
+                "storageClassName": o.storage_class, "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": f"{volume_gib}Gi"}}}}},
         }},
         "grafana": {
             # never the chart's well-known default password: a generated one, kept in this Secret
@@ -118,13 +148,25 @@ def pool_panels(pool: Pool, namespace: str, first_id: int, y: int) -> list[dict[
                [(f"sum(rate({gen}[1m]))", "measured"),
                 (f"vector({r.goodput_output_tokens_per_s * pool.replicas:g})", "plan goodput (planned replicas)"),
                 (f"vector({r.planned_output_tokens_per_s * pool.replicas:g})", "plan load")], 8, y + 8),
+        _panel(first_id + 5, f"{p}: GPU utilisation (DCGM)", "percent",
+               [(f"avg({_gpu(GPU_UTIL, ns, pool)})", "mean over GPUs"),
+                (f"min({_gpu(GPU_UTIL, ns, pool)})", "least busy GPU")], 16, y + 8),
+        _panel(first_id + 6, f"{p}: GPU memory used per GPU (DCGM)", "decgbytes",
+               [(f"max({_gpu(GPU_MEM_USED_MIB, ns, pool)}) / 1024", "measured (fullest GPU)"),
+                (f"vector({r.weights_gib_per_gpu + r.kv_cache_gib_per_gpu:g})", "plan weights + KV cache")], 0, y + 16),
     ]
+
+
+def _gpu(metric: str, namespace: str, pool: Pool) -> str:
+    """A DCGM series of the GPUs held by the pool's pods (Deployment pods vllm-<pool>-<hash>, LWS pods
+    vllm-<pool>-<group>[-<worker>])."""
+    return f'{metric}{{namespace="{namespace}", pod=~"{serving_name(pool.name)}-.*"}}'
 
 
 def dashboard(plan: Plan, namespace: str) -> dict[str, Any]:
     panels: list[dict[str, Any]] = []
     for i, pool in enumerate(plan.pools):
-        panels += pool_panels(pool, namespace, first_id=1 + 10 * i, y=16 * i)
+        panels += pool_panels(pool, namespace, first_id=1 + 10 * i, y=24 * i)
     engines = sorted({p.engine for p in plan.pools})
     names = " + ".join({"vllm": "vLLM", "sglang": "SGLang"}.get(e, e) for e in engines)
     return {"uid": f"llmcap-{plan.stack}"[:40], "title": f"llmcap {plan.stack}: {names} predicted vs actual",

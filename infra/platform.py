@@ -36,6 +36,7 @@ class Platform:
     kms_deletion_window_days: int
     weights_noncurrent_version_days: int
     abort_incomplete_multipart_days: int
+    service_ipv4_cidr: str  # the cluster's Service range; the API server's ClusterIP is its first address
     # shared with the planner's cost model (sizing/data/platform.csv)
     system_node_instance_type: str
     system_node_count: int | None  # llmcap:deployment.system_node_count; None: sized from the plan
@@ -67,10 +68,12 @@ def load_platform(deployment: DeploymentOptions | None = None) -> Platform:
         kms_deletion_window_days=int(v["kms_deletion_window_days"]),
         weights_noncurrent_version_days=int(v["weights_noncurrent_version_days"]),
         abort_incomplete_multipart_days=int(v["abort_incomplete_multipart_days"]),
+        service_ipv4_cidr=str(v["service_ipv4_cidr"]),
         system_node_instance_type=d.system_node_instance_type or setting("system_node_instance_type"),
         system_node_count=d.system_node_count,
         nat_gateways=d.nat_gateways,
         control_plane_log_retention_days=int(number("control_plane_log_retention_days")),
         vllm_image_gib=number("vllm_image_gib"), root_volume_margin_gib=number("root_volume_margin_gib"),
     )
+
 

@@ -89,7 +89,8 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
     account's secrets apply too (EKS API reachable, Docker Hub credential); False for an offline render."""
     api_key = secrets.api_key if isinstance(secrets.api_key, str) else None
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=catalog, api_key=api_key,
-                                         extra={"deploying": deploying, "image_pins": pins}))
+                                         extra={"deploying": deploying, "image_pins": pins,
+                                                "hf_token_set": secrets.hf_token is not None}))
     if not report.ok:
         raise NotDeployable(report)
     d = stack.deployment
@@ -152,6 +153,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
         service_account_name=SERVING_SERVICE_ACCOUNT, namespace=NAMESPACE, hf_token=secrets.hf_token,
         api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
         registry_host=cache.registry_host, image_pins=pins, system_nodes=system_nodes.desired,
+        system_nodes_max=system_nodes.max_size,
         certificate_arn=endpoint_cert.arn if endpoint_cert is not None else None),
         opts=pulumi.ResourceOptions(provider=cluster.provider,
                                     depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,

@@ -63,6 +63,22 @@ def _probe(get: dict[str, Any], p: settings.ProbePolicy) -> dict[str, Any]:
     return {"httpGet": get, "periodSeconds": p.period_s, "failureThreshold": p.failure_threshold}
 
 
+def readiness_probe() -> dict[str, Any]:
+    """Ready only once the router lists a model: at least one engine discovered and answering. Its /health
+    cannot tell: at vllm-stack-0.1.12 it is 200 while the discovery thread is alive
+    (src/vllm_router/routers/main_router.py health(), service_discovery.py K8sPodIPServiceDiscovery
+    get_health: `return self.watcher_thread.is_alive()`), engines or not; /v1/models lists the models of
+    the discovered endpoints (main_router.py show_models). The exec runs the image's python3
+    (python:3.12-slim), so its timeout is the LWS worker probe's (interpreter start plus the HTTP call)."""
+    s = settings.policy()
+    r, w = s.router, s.worker_probe
+    script = ("import json, sys, urllib.request; d = json.load(urllib.request.urlopen("
+              f"'http://127.0.0.1:{r.port}/v1/models', timeout={w.http_timeout_s})); "
+              "sys.exit(0 if d.get('data') else 1)")
+    return {"exec": {"command": ["python3", "-c", script]}, "periodSeconds": r.readiness_probe.period_s,
+            "timeoutSeconds": w.timeout_s, "failureThreshold": r.readiness_probe.failure_threshold}
+
+
 def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
     """`image`: the reference nodes pull (the pull-through cache's, infra/registry.py)."""
     r = settings.policy().router
@@ -78,7 +94,7 @@ def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
         "resources": {"requests": {"cpu": r.cpu_request, "memory": r.memory_request},
                       "limits": {"memory": r.memory_request}},
         "startupProbe": _probe(get, r.startup_probe),
-        "readinessProbe": _probe(get, r.readiness_probe),
+        "readinessProbe": readiness_probe(),
         "livenessProbe": _probe(get, r.liveness_probe),
         "securityContext": container_security_context(read_only_root=True),
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
@@ -110,6 +126,14 @@ def deployment(namespace: str, image: str | None = None) -> dict[str, Any]:
 def disruption_budget(namespace: str) -> dict[str, Any]:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(NAME, namespace, LABELS),
             "spec": {"minAvailable": settings.policy().router.min_available, "selector": {"matchLabels": LABELS}}}
+
+
+def service_port(namespace: str, options: DeploymentOptions, created_certificate: bool) -> int:
+    """The router Service's port as clients in the cluster reach it: 443 when TLS ends on the NLB (the
+    stack's tls_certificate_arn or the certificate the deployment created), else 80. Behind either the
+    router itself speaks plain HTTP, so an in-cluster client uses http:// on this port."""
+    certificate = "(the created certificate)" if created_certificate else None
+    return int(service(namespace, options, certificate)["spec"]["ports"][0]["port"])
 
 
 def service(namespace: str, options: DeploymentOptions, certificate_arn: str | None = None) -> dict[str, Any]:

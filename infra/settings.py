@@ -204,10 +204,17 @@ class WeightsJobPolicy(_Strict):
     sync: Requests
 
 
+class SmokePolicy(_Strict):
+    margin_s: int  # beyond the slowest pool's rollout timeout (infra/smoke.py deadline_s)
+    backoff_limit: int
+    resources: Requests
+
+
 class ObservabilityPolicy(_Strict):
     grafana_password_bytes: int
     retention: str  # a Prometheus duration, e.g. 15d
     scrape_interval: str
+    storage_class: str  # the StorageClass of Prometheus's volume (infra/observability.py storage_class)
 
 
 class HealthcheckPolicy(_Strict):
@@ -243,6 +250,7 @@ class ServingPolicy(_Strict):
     router: RouterPolicy
     autoscaling: AutoscalingPolicy
     weights_job: WeightsJobPolicy
+    smoke: SmokePolicy
     observability: ObservabilityPolicy
     compose_healthcheck: HealthcheckPolicy
     vllm_port: int

@@ -86,3 +86,8 @@ def check_args(args: list[str]) -> None:
             raise VllmArgsError(f"{a}: not a `vllm serve` flag in vLLM {version} (infra/data/vllm_flags.yaml)")
         if a in choices and i + 1 < len(args) and args[i + 1] not in choices[a]:
             raise VllmArgsError(f"{a} {args[i + 1]}: vLLM {version} accepts one of {', '.join(choices[a])}")
+        old = allow.get("deprecated_values", {}).get(a, {}).get(args[i + 1]) if i + 1 < len(args) else None
+        if old is not None:
+            instead = f"; use {old['use']}" if old["use"] else ""
+            raise VllmArgsError(f"{a} {args[i + 1]}: deprecated in vLLM {version}{instead} "
+                                "(infra/data/vllm_flags.yaml)")

@@ -39,7 +39,7 @@ def make_pool(name: str = "g6-12xlarge", instance_type: str = "g6.12xlarge", gpu
         vllm=VllmSettings(model=model, served_model_name=model.split("/")[-1].lower(), tensor_parallel_size=tp,
                           pipeline_parallel_size=pp, max_model_len=1536, max_num_seqs=64,
                           max_num_batched_tokens=8192, gpu_memory_utilization=0.9,
-                          quantization="fp8" if precision == "fp8" else None),
+                          quantization="fp8_per_tensor" if precision == "fp8" else None),
         per_replica=PerReplica(weights_gib_per_gpu=7.5, kv_cache_gib_per_gpu=10.0, max_concurrent_sequences=60,
                                goodput_output_tokens_per_s=900.0, goodput_requests_per_s=1.5,
                                planned_concurrency=25.0, planned_output_tokens_per_s=700.0, ttft_p95_ms=400.0,

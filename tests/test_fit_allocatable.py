@@ -88,3 +88,36 @@ def test_daemonsets_llmcap_deploys_request_what_the_node_model_subtracts() -> No
                          ("prometheus-node-exporter", releases["kube-prometheus-stack"]["prometheus-node-exporter"])):
         d = daemonset_request(name)
         assert values["resources"]["requests"] == {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}
+
+
+@pytest.mark.parametrize("stack_id", STACK_IDS)
+def test_serving_pods_leave_a_tenth_of_the_node_for_daemonsets_added_later(stack_id: str) -> None:
+    """Issue 32: the vLLM pods of a full node request at most the allocatable less today's DaemonSets less
+    10% of the node's vCPUs and of its allocatable memory, so a GuardDuty or log-agent DaemonSet added
+    after the deploy still schedules there."""
+    result, _ = rendered(stack_id)
+    objs = objects(stack_id)
+    for pool in result.plan.pools:
+        node = node_allocatable(CAT, CAT.instances[pool.instance_type])
+        cpu_room = node.allocatable_cpu_millicores - node.daemonset_cpu_millicores - node.vcpus * 1000 // 10
+        mem_room = (node.allocatable_memory_mib - node.daemonset_memory_mib) - node.allocatable_memory_mib // 10
+        w = next(o for o in objs if o["metadata"]["name"] == serving_name(pool.name)
+                 and o["kind"] in ("Deployment", "LeaderWorkerSet"))
+        pod = w["spec"]["template"]["spec"] if w["kind"] == "Deployment" else \
+            w["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+        per_node = pool.replicas_per_instance if pool.nodes_per_replica == 1 else 1
+        cpu, mem = effective_requests(pod)
+        assert cpu * per_node <= cpu_room, f"{stack_id}/{pool.name}: {cpu * per_node}m > {cpu_room}m"
+        assert mem * per_node <= mem_room, f"{stack_id}/{pool.name}: {mem * per_node}Mi > {mem_room}Mi"
+
+
+def test_the_fit_table_shows_the_reserve_for_later_daemonsets() -> None:
+    from infra.fit import FitContext, check_deployable
+    from tests import pulumi_harness as h
+
+    result, _ = rendered("dev")
+    report = check_deployable(FitContext(stack=result.stack, plan=result.plan, catalog=h.catalog()))
+    pool = result.plan.pools[0]
+    node = node_allocatable(CAT, CAT.instances[pool.instance_type])
+    row = next(r for r in report.rows if r.get("pool") == pool.name)
+    assert row["later DS reserve (m/Mi)"] == f"{node.reserve_cpu_millicores:,}/{node.reserve_memory_mib:,}"

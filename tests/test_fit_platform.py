@@ -113,3 +113,21 @@ def test_the_fit_table_reports_images_deployed_by_tag() -> None:
     c.extra["image_pins"] = ImagePins(digests={}, unpinned=("router",), lock_file="stacks/images.lock.json")
     for row in check_deployable(c).rows:
         assert str(row["image pins"]).startswith("by tag") and "router" in str(row["image pins"])
+
+
+# --- issue 32: the pinned Service range ------------------------------------------------------------------
+
+def test_the_cluster_pins_its_service_range_outside_the_vpc() -> None:
+    from infra.fit_rules_platform import service_cidr_overlap
+    from infra.platform import load_platform
+
+    cidr = load_platform().service_ipv4_cidr
+    result = h.render(stack(), make_plan(stack="t"))
+    net = h.one(result, h.CLUSTER, "llmcap-t-eks").inputs["kubernetesNetworkConfig"]
+    assert net["serviceIpv4Cidr"] == cidr
+    assert list(service_cidr_overlap(ctx())) == []
+    (p,) = service_cidr_overlap(ctx({"vpc_cidr": "172.20.0.0/16"}))
+    assert p.rule == "service-cidr-overlap" and p.subject == "llmcap:deployment.vpc_cidr" and cidr in p.message
+    # a VPC you bring: its CIDR is not known offline, EKS checks it
+    assert list(service_cidr_overlap(ctx({"vpc_id": "vpc-1", "private_subnet_ids": ["subnet-a", "subnet-b"],
+                                          "vpc_cidr": "172.20.0.0/16"}))) == []

@@ -196,3 +196,21 @@ def test_lws_exclusive_topology_is_caught(monkeypatch: pytest.MonkeyPatch) -> No
         return w
     monkeypatch.setattr(fr, "workload", exclusive)
     assert "lws-exclusive-topology" in _check(make_plan([_pool()], stack="scaleout-l4"))
+
+
+def test_a_gated_checkpoint_without_a_token_is_refused(tmp_path: Path) -> None:
+    """Issue 32: Meta's Llama repositories are gated (sizing/data/checkpoints.csv `gated`); without
+    llmcap:hf_token the copy Job would fail after every GPU node is up, so render and `pulumi up` refuse it."""
+    _refused(*_render(tmp_path, "llama70b", "--set", "hf_token="), "gated-checkpoint-without-token")
+    stack = load_stack(ROOT / "stacks" / "Pulumi.llama70b.yaml")
+    from sizing.planning.planner import plan_stack
+
+    cat = load_catalog()
+    plan = plan_stack(stack, cat)
+    assert cat.checkpoints[plan.pools[0].vllm.model].gated is True
+    refused = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key="k",
+                                          extra={"hf_token_set": False}))
+    assert [p.rule for p in refused.problems] == ["gated-checkpoint-without-token"]
+    assert "pulumi config set --secret llmcap:hf_token" in refused.lines()[0]
+    assert check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key="k",
+                                       extra={"hf_token_set": True})).ok

@@ -165,7 +165,7 @@ def test_cluster_encrypts_secrets_with_a_rotating_kms_key_and_is_private(bundled
     assert vpc["endpointPrivateAccess"] is True, clusters[0].name
     assert vpc["endpointPublicAccess"] is bool(bundled.stack.deployment.cluster_endpoint_public_access_cidrs)
     addons = {a.inputs["addonName"] for a in bundled.of_type("aws:eks/addon:Addon")}
-    assert addons == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent"}
+    assert addons == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver"}
 
 
 def test_subnets_only_in_az_ids_that_offer_the_instance_types(bundled: RenderResult) -> None:

@@ -13,7 +13,7 @@ import pytest
 from infra import router
 from infra.k8s_common import ENDPOINT_LABEL, MONITORING_NAMESPACE, serving_labels
 from infra.names import NAMESPACE
-from infra.netpol import WEIGHTS_JOB_LABELS
+from infra.netpol import WEIGHTS_JOB_LABELS, api_service_ip
 from infra.platform import load_platform
 from tests.k8s_support import STACK_IDS, objects, rendered
 from tests.plan_factory import make_plan
@@ -36,7 +36,8 @@ def _peer_matches(peer: dict[str, Any], pod: Pod | None, ip: str, policy_ns: str
     if "ipBlock" in peer:
         net = ipaddress.ip_network(peer["ipBlock"]["cidr"])
         addr = ipaddress.ip_address(ip)
-        return addr.version == net.version and addr in net
+        return addr.version == net.version and addr in net and not any(
+            addr in ipaddress.ip_network(x) for x in peer["ipBlock"].get("except", []))
     if pod is None:
         return False
     if "namespaceSelector" in peer:
@@ -49,7 +50,7 @@ def _peer_matches(peer: dict[str, Any], pod: Pod | None, ip: str, policy_ns: str
 
 def _port_ok(rule: dict[str, Any], port: int, proto: str) -> bool:
     ports = rule.get("ports")
-    return not ports or any(p.get("protocol", "TCP") == proto and p["port"] == port for p in ports)
+    return not ports or any(p.get("protocol", "TCP") == proto and p.get("port", port) == port for p in ports)
 
 
 def allowed(policies: list[dict[str, Any]], src: Pod, dst: Pod | None, port: int, proto: str = "TCP",
@@ -134,18 +135,24 @@ def test_egress_only_dns_weights_and_credentials(stack_id: str) -> None:
     assert not allowed(pols, pods["vllm"], None, 80, dst_ip="169.254.169.254"), "IMDS must stay closed"
     assert not allowed(pols, pods["stranger"], None, 443, dst_ip=s3)
     assert not allowed(pols, pods["router"], None, 443, dst_ip=s3)  # the router only needs the API
-    assert allowed(pols, pods["router"], None, 443, dst_ip="10.40.0.5")  # the private API endpoint's ENI
+    # the API server by the ClusterIP of default/kubernetes (pre-DNAT, infra/flows.py), not its ENIs' VPC addresses
+    api = api_service_ip(load_platform().service_ipv4_cidr)
+    assert allowed(pols, pods["router"], None, 443, dst_ip=api)
+    assert not allowed(pols, pods["router"], None, 443, dst_ip="10.40.0.5")
+    for name in ("vllm", "job"):
+        assert not allowed(pols, pods[name], None, 443, dst_ip=api), f"{stack_id}: {name} reaches the API"
     assert allowed(pols, pods["router"], pods["vllm"], 8000)
 
 
-def test_a_vpc_you_bring_opens_the_api_port_to_anywhere_for_the_router() -> None:
+def test_a_vpc_you_bring_reaches_the_api_by_its_cluster_ip_too() -> None:
     from infra.manifests import kubernetes_objects
     from infra.render import resources_document
 
     stack = make_stack({"vpc_id": "vpc-1", "private_subnet_ids": ["subnet-a", "subnet-b"]})
     objs = kubernetes_objects(resources_document(render(stack, make_plan(stack="t"))))
     pol = next(o for o in objs if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "router")
-    assert {"ipBlock": {"cidr": "0.0.0.0/0"}} in pol["spec"]["egress"][1]["to"]
+    api = api_service_ip(load_platform().service_ipv4_cidr)
+    assert pol["spec"]["egress"][1]["to"] == [{"ipBlock": {"cidr": f"{api}/32"}}]
 
 
 def test_the_vpc_cni_enforces_network_policies() -> None:

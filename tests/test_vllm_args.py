@@ -52,3 +52,18 @@ def test_unknown_flag_and_value_are_rejected() -> None:
     bad = pool.model_copy(update={"vllm": pool.vllm.model_copy(update={"quantization": "no-such-method"})})
     with pytest.raises(VllmArgsError, match="--quantization no-such-method"):
         serve_args(bad, ModelSource("m"), 8000)
+
+
+def test_no_value_the_pinned_vllm_deprecates_is_emitted() -> None:
+    """Issue 32: `--quantization fp8` on a 16-bit checkpoint is deprecated in vLLM 0.33.0 (rewritten to
+    fp8_per_tensor with a warning); the allowlist names such values and check_args refuses them."""
+    deprecated = settings.vllm_flags()["deprecated_values"]
+    assert deprecated["--quantization"]["fp8"]["use"] == "fp8_per_tensor"
+    with pytest.raises(VllmArgsError, match="--quantization fp8: deprecated in vLLM .*fp8_per_tensor"):
+        check_args(["--quantization", "fp8"])
+    from sizing.planning.planner import plan_for
+    for path in STACK_FILES:
+        for pool in plan_for(path).pools:
+            args = serve_args(pool, ModelSource("s3://b/m/", "runai_streamer"), 8000)
+            for i, a in enumerate(args[:-1]):
+                assert args[i + 1] not in deprecated.get(a, {}), f"{path.name}: {a} {args[i + 1]}"

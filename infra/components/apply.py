@@ -31,6 +31,11 @@ def create(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomRe
     if kind in simple:
         created: pulumi.CustomResource = simple[kind](name, metadata=md, spec=obj.get("spec"), opts=opts)
         return created
+    if kind == "StorageClass":
+        return k8s.storage.v1.StorageClass(
+            name, metadata=md, provisioner=obj["provisioner"], parameters=obj.get("parameters"),
+            volume_binding_mode=obj.get("volumeBindingMode"), allow_volume_expansion=obj.get("allowVolumeExpansion"),
+            reclaim_policy=obj.get("reclaimPolicy"), opts=opts)
     if kind == "ConfigMap":
         return k8s.core.v1.ConfigMap(name, metadata=md, data=obj["data"], opts=opts)
     if kind == "Secret":

@@ -29,6 +29,9 @@ class ObservabilityArgs:
     namespace_ready: Sequence[pulumi.Resource]
     prometheus_requests: dict[str, str]  # as the system node group was sized for them (infra/kubernetes_app.py)
     node_exporter: dict[str, Any]  # its resources, as the node-allocatable model subtracts them
+    volume_gib: int = 0  # Prometheus's PersistentVolume and the share its blocks may fill
+    retention_size_gib: int = 0  # (sizing/planning/metrics_storage.py, resolved by infra/kubernetes_app.py)
+    volume_type: str = "gp3"  # EBS volume type (infra/data/platform.yaml root_volume_type)
 
 
 class Observability(apply.MovedOutOfApp):
@@ -39,6 +42,7 @@ class Observability(apply.MovedOutOfApp):
         c = settings.chart("kube_prometheus_stack")
         mon = apply.create({"apiVersion": "v1", "kind": "Namespace", "metadata": meta(c.namespace, None)},
                            self.child())
+        storage = apply.create(observability.storage_class(args.volume_type), self.child())
         # generated once; later runs keep the first value (ignore_changes), so Grafana's login is stable
         password = pysecrets.token_urlsafe(settings.policy().observability.grafana_password_bytes)
         admin = apply.create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
@@ -47,9 +51,10 @@ class Observability(apply.MovedOutOfApp):
                              self.child([mon], ignore_changes=["stringData"]))
         self.metrics = k8s.helm.v3.Release(
             c.name, name=c.name, chart=c.chart, version=c.version, namespace=c.namespace, create_namespace=False,
-            values=observability.kube_prometheus_values(args.prometheus_requests, args.node_exporter),
+            values=observability.kube_prometheus_values(args.prometheus_requests, args.node_exporter,
+                                                        args.volume_gib, args.retention_size_gib),
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=c.repo) if c.repo else None,
-            opts=self.child([mon, admin]))
+            opts=self.child([mon, admin, storage]))
         apply.create(observability.pod_monitor(args.namespace), self.child([*args.namespace_ready, self.metrics]))
         apply.create(observability.dashboard_config_map(args.plan, args.namespace), self.child(args.namespace_ready))
         self.register_outputs({})

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 
 from infra import router
+from infra.app_objects import minutes
 from infra.components import apply
 
 if TYPE_CHECKING:
@@ -31,10 +32,16 @@ class RouterArgs:
     # the ACM certificate the deployment created (infra/endpoint_certificate.py); None: the stack's
     # tls_certificate_arn, or plain HTTP with allow_plain_http_endpoint
     certificate_arn: pulumi.Input[str] | None = None
+    # the pools' workloads: the router is ready only with an engine (infra/router.py readiness_probe), so
+    # its Deployment is created after them and Pulumi waits for it as long as for the slowest pool
+    engines: Sequence[pulumi.Resource] = ()
+    ready_timeout_s: int | None = None
 
 
 class Router(apply.MovedOutOfApp):
     endpoint: pulumi.Output[str]
+    deployment: pulumi.Resource
+    service: pulumi.Resource
 
     def __init__(self, name: str, args: RouterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("Router", name, opts)
@@ -45,7 +52,10 @@ class Router(apply.MovedOutOfApp):
         apply.create(router.role_binding(ns), in_ns)
         obj = router.deployment(ns)
         obj["spec"] = args.images.apply(lambda i: router.deployment(ns, i.router)["spec"])
-        apply.create(obj, self.child([*args.namespace_ready, *args.secrets]))
+        wait = {"custom_timeouts": pulumi.CustomTimeouts(create=minutes(args.ready_timeout_s),
+                                                         update=minutes(args.ready_timeout_s))} \
+            if args.ready_timeout_s else {}
+        self.deployment = apply.create(obj, self.child([*args.namespace_ready, *args.secrets, *args.engines], **wait))
         apply.create(router.disruption_budget(ns), in_ns)
         lbc = [args.load_balancer_controller] if args.load_balancer_controller is not None else []
         obj = router.service(ns, args.options)
@@ -54,7 +64,7 @@ class Router(apply.MovedOutOfApp):
             obj = router.service(ns, args.options, "(the created certificate)")
             obj["metadata"]["annotations"] = arn.apply(
                 lambda a: router.service(ns, args.options, a)["metadata"]["annotations"])
-        svc = apply.create(obj, self.child([*args.namespace_ready, *lbc]))
+        svc = self.service = apply.create(obj, self.child([*args.namespace_ready, *lbc]))
         scheme = "https" if args.options.tls_certificate_arn or args.certificate_arn is not None else "http"
         status: pulumi.Output[Any] = svc.status  # type: ignore[attr-defined]
         self.endpoint = status.apply(lambda s: endpoint_url(scheme, s))

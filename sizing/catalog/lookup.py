@@ -288,8 +288,10 @@ class Catalog:
     @cached_property
     def checkpoints(self) -> dict[str, CheckpointFacts]:
         """hf_id -> its pinned revision and safetensors bytes (checkpoints.csv)."""
+        gated = {"yes": True, "no": False}
         return {r["hf_id"]: CheckpointFacts(r["hf_id"], r["revision"].strip() or None,
-                                            opt_int(r["safetensors_bytes"]), r["source"])
+                                            opt_int(r["safetensors_bytes"]), r["source"],
+                                            gated.get(r["gated"].strip().lower()))
                 for r in self.rows("checkpoints.csv")}
 
     @cached_property

@@ -297,6 +297,7 @@ class CheckpointFacts:
     revision: str | None  # a Hub commit SHA; None = not pinned (the hub's main branch)
     safetensors_bytes: int | None  # exact total of the .safetensors files; None = unknown
     source: str
+    gated: bool | None = None  # the Hub repository asks for an accepted license and a token; None = unknown
 
 
 @dataclass(frozen=True)

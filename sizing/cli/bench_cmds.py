@@ -232,9 +232,36 @@ def check_sent(runs: list[Any], duration: float, where: str = "") -> None:
                                "the server log")
 
 
+def _smoke(endpoint: str, api_key_env: str | None, models: list[str], wait_s: float) -> None:
+    """`verify --smoke`: the deployment's smoke check (sizing/measure/smoke.py) against any endpoint."""
+    from sizing.measure.smoke import SmokeFailure, check
+
+    if not endpoint.startswith(("http://", "https://")):
+        raise SpecError(f"--smoke: {endpoint!r} is not an http(s):// URL")
+    if not models:
+        raise SpecError("--model: name the served model to ask (repeat it for several)")
+    if wait_s < 0:
+        raise SpecError(f"--wait: must be >= 0 s (got {wait_s:g})")
+    api_key = os.environ.get(api_key_env, "") if api_key_env else ""
+    if api_key_env and not api_key:
+        raise SpecError(f"--api-key-env: ${api_key_env} is not set or empty")
+    try:
+        answers = check(endpoint, api_key, models, wait_s)
+    except SmokeFailure as e:
+        raise CheckFailedError(f"smoke: FAIL {e}") from None
+    typer.echo("smoke: ok " + "; ".join(f"{a.model} {a.path} {a.seconds:.1f} s: {a.text[:40]!r}" for a in answers))
+
+
 @guarded
 def verify(
-    results_file: Path = typer.Argument(..., help="results JSON from llmcap bench --out"),
+    results_file: Path | None = typer.Argument(None, help="results JSON from llmcap bench --out"),
+    smoke: str | None = typer.Option(None, "--smoke", help="instead: send the deployment's smoke check (one chat "
+                                     "and one completion request per --model) to this endpoint URL"),
+    model: list[str] = typer.Option([], "--model", help="with --smoke: a served model name (repeatable)"),
+    api_key_env: str | None = typer.Option(None, "--api-key-env",
+                                           help="with --smoke: environment variable holding the API key"),
+    wait: float = typer.Option(0.0, "--wait", help="with --smoke: seconds to keep retrying an endpoint still "
+                               "starting (refused connections, 5xx, a model not yet listed)"),
     stack: Path | None = typer.Option(None, "--stack", help="plan this stack to compare with"),
     plan_file: Path | None = typer.Option(None, "--plan", help="plan JSON to compare with"),
     demand_share: float | None = typer.Option(None, "--demand-share",
@@ -248,7 +275,15 @@ def verify(
     eval_file: Path | None = typer.Option(None, "--eval", help="the quality gate's verdict (llmcap eval --format "
                                           "json > eval.json), judged as one more criterion"),
 ) -> None:
-    """Pass/fail of a bench run against the plan and SLO, with the gap to each prediction. Exit 1 on failure."""
+    """Pass/fail of a bench run against the plan and SLO, with the gap to each prediction; or, with --smoke,
+    whether an endpoint answers each model with the API key. Exit 1 on failure."""
+    if smoke is not None:
+        if results_file is not None:
+            raise SpecError("verify: give a results file or --smoke ENDPOINT, not both")
+        _smoke(smoke, api_key_env, model, wait)
+        return
+    if results_file is None:
+        raise SpecError("verify: give a results file (llmcap bench --out) or --smoke ENDPOINT")
     from sizing.measure.results import load_results
     from sizing.measure.verify import check_inputs, criteria
 

@@ -112,8 +112,10 @@ def render(
     # a plain `llmcap:api_key` in the stack file is checked (an empty one is refused); a secret is not read
     api_key = ("" if "llmcap:api_key" in cfg and raw_key is None  # `api_key:` / `--set api_key=` (YAML null)
                else raw_key if isinstance(raw_key, str) else None)
+    # `--set hf_token=` (or `hf_token:` with no value) says there is none; a secret in the stack file is not read
+    no_token = "llmcap:hf_token" in cfg and not cfg.get("llmcap:hf_token")
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key,
-                                         extra={"image_pins": pins}))
+                                         extra={"image_pins": pins, "hf_token_set": not no_token}))
     typer.echo(which)
     for line in (pins.warning(), pins.charts_note()):
         if line:

@@ -10,6 +10,8 @@ Every term is a data row with its source (sizing/data/node_allocatable.csv, node
   the second, 0.5% of cores 3-4, 0.25% above (nodeadm getMemoryMebibytesToReserve / getCPUMillicoresToReserve)
 - hard eviction threshold memory.available 100Mi
 - DaemonSet requests on GPU nodes, plus an allowance for add-on containers that request no memory
+- a reserve for DaemonSets added after the deploy: 10% of the node's vCPUs and of its allocatable memory
+  (llmcap policy, issue 32), which the serving pods' requests leave free
 
 The planner (sizing/planning/builder.py) splits `for_pods_*` between a node's replicas; infra/ only checks
 (infra/fit_rules.py). Units: millicores (CPU), MiB (memory), per node unless named per replica.
@@ -17,6 +19,7 @@ The planner (sizing/planning/builder.py) splits `for_pods_*` between a node's re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,7 +39,7 @@ TERMS = ("kube_reserved_memory_mib_per_pod", "kube_reserved_memory_mib_base", "k
          "kube_reserved_cpu_second_core", "kube_reserved_cpu_cores_3_4", "kube_reserved_cpu_above_4",
          "eviction_hard_memory_mib", "eviction_hard_nodefs_fraction", "max_pods_below_vcpu_threshold",
          "max_pods_at_or_above_vcpu_threshold", "max_pods_vcpu_threshold", "vm_memory_overhead_fraction",
-         "unrequested_daemonset_memory_mib")
+         "unrequested_daemonset_memory_mib", "later_daemonsets_cpu_fraction", "later_daemonsets_memory_fraction")
 
 
 def allocatable_terms(catalog: Catalog) -> dict[str, float]:
@@ -109,7 +112,9 @@ class NodeAllocatable:
     allocatable_memory_mib: int
     daemonset_cpu_millicores: int
     daemonset_memory_mib: int  # requests plus the allowance for containers without a memory request
-    for_pods_cpu_millicores: int  # allocatable less DaemonSets: what llmcap's serving pods may request
+    reserve_cpu_millicores: int  # left free for DaemonSets added later (later_daemonsets_cpu_fraction of capacity)
+    reserve_memory_mib: int  # likewise, of the allocatable memory
+    for_pods_cpu_millicores: int  # allocatable less DaemonSets and the reserve: what serving pods may request
     for_pods_memory_mib: int
 
 
@@ -127,12 +132,16 @@ def node_allocatable(catalog: Catalog, instance: Instance) -> NodeAllocatable:
     ds = gpu_node_daemonsets(catalog)
     ds_cpu = sum(d.cpu_millicores for d in ds)
     ds_mem = sum(d.memory_mib for d in ds) + int(t["unrequested_daemonset_memory_mib"])
+    reserve_cpu = math.ceil(cap_cpu * t["later_daemonsets_cpu_fraction"])
+    reserve_mem = math.ceil(alloc_mem * t["later_daemonsets_memory_fraction"])
     return NodeAllocatable(
         instance_type=instance.instance_type, vcpus=instance.vcpus, instance_memory_mib=mem, max_pods=pods,
         capacity_cpu_millicores=cap_cpu, capacity_memory_mib=cap_mem, kube_reserved_cpu_millicores=kr_cpu,
         kube_reserved_memory_mib=kr_mem, eviction_memory_mib=evict, allocatable_cpu_millicores=alloc_cpu,
         allocatable_memory_mib=alloc_mem, daemonset_cpu_millicores=ds_cpu, daemonset_memory_mib=ds_mem,
-        for_pods_cpu_millicores=max(alloc_cpu - ds_cpu, 0), for_pods_memory_mib=max(alloc_mem - ds_mem, 0))
+        reserve_cpu_millicores=reserve_cpu, reserve_memory_mib=reserve_mem,
+        for_pods_cpu_millicores=max(alloc_cpu - ds_cpu - reserve_cpu, 0),
+        for_pods_memory_mib=max(alloc_mem - ds_mem - reserve_mem, 0))
 
 
 CPU_STEP_MILLICORES = 100
