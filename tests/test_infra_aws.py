@@ -51,7 +51,8 @@ def test_gpu_node_groups_equal_the_plan(bundled: RenderResult) -> None:
         assert i["instanceTypes"] == [pool.instance_type], ng.name
         assert i["scalingConfig"] == {"minSize": pool.instances_min, "desiredSize": pool.instances_desired,
                                       "maxSize": pool.instances_max}, ng.name
-        assert i["capacityType"] == {"on-demand": "ON_DEMAND", "spot": "SPOT"}[pool.purchase], ng.name
+        assert i["capacityType"] == {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK",
+                                     "reservation": "ON_DEMAND"}[pool.purchase], ng.name
         assert i["amiType"] == load_platform(bundled.stack.deployment).ami_type_gpu, ng.name
         assert "NVIDIA" in i["amiType"], ng.name
 

@@ -179,8 +179,9 @@ def test_dependencies_stay_as_they_were() -> None:
     assert got == DEV_WAITS
 
 
-PURE = ("autoscaling", "compose", "fit", "fit_rules", "fit_rules_platform", "k8s_common", "manifests", "names",
-        "netpol", "observability", "platform", "registry", "router", "serving", "settings", "vllm_args",
+PURE = ("autoscaling", "compose", "efa", "fit", "fit_rules", "fit_rules_capacity", "fit_rules_platform",
+        "k8s_common", "manifests", "names", "netpol", "observability", "platform", "registry", "router", "serving",
+        "settings", "vllm_args",
         "weights", "az_choice", "exports", "app_objects", "serving_context")
 
 
