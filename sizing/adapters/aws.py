@@ -47,7 +47,7 @@ from sizing.stack import DEFAULT_REGION
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
-    from sizing.plan import Plan
+    from sizing.plan import Plan, Pool
 
 ENDPOINT_ENV = "LLMCAP_AWS_ENDPOINT_URL"
 PRICING_REGION = "us-east-1"  # the Pricing API lives in us-east-1 (also eu-central-1, ap-south-1)
@@ -655,10 +655,10 @@ def increase_command(code: str, desired: int, region: str) -> str:
 # --- preflight ------------------------------------------------------------------------------
 @dataclass
 class Check:
-    check: str  # "offered" | "quota"
+    check: str  # "offered" | "capacity" | "quota"
     instance_type: str
     offered_azs: list[str]
-    status: str  # pass | fail | unknown
+    status: str  # pass | fail | unknown | info (a note, not a failure)
     detail: str
     quota_name: str | None = None
     quota_code: str | None = None
@@ -674,7 +674,7 @@ class PreflightReport:
 
     @property
     def ok(self) -> bool:
-        return all(c.status == "pass" for c in self.checks)
+        return all(c.status in ("pass", "info") for c in self.checks)
 
     def to_json(self) -> dict[str, Any]:
         return {"region": self.region, "checks": [c.__dict__ for c in self.checks], "ok": self.ok}
@@ -689,11 +689,89 @@ def _offered_check(instance_type: str, azs: list[str], region: str, catalog: Cat
     return Check("offered", instance_type, [], "fail", f"{instance_type} is not offered in {region}{where}")
 
 
+# states in which a reservation holds or will hold capacity (EC2 API Reference, CapacityReservation.State:
+# active | expired | cancelled | pending | failed | scheduled | payment-pending | payment-failed | ...)
+USABLE_RESERVATION_STATES = ("active", "scheduled")
+
+
+def _reservation_check(p: Pool, found: dict[str, Any] | None, now: datetime) -> Check:
+    """One pool on a reservation or Capacity Block against what DescribeCapacityReservations says:
+    exists, active or scheduled, same instance type, same AZ, enough instances, time left. One line."""
+    rid = p.capacity_reservation_id or ""
+    name = "capacity block" if p.purchase == "capacity-block" else "capacity reservation"
+
+    def fail(why: str) -> Check:
+        return Check("capacity", p.instance_type, [], "fail", f"{p.name}: {name} {rid} {why}")
+
+    if found is None:
+        return fail(f"not found in {p.availability_zone_id} (aws ec2 describe-capacity-reservations "
+                    f"--capacity-reservation-ids {rid}); check the id and the region")
+    state = str(found.get("State", "unknown"))
+    end = found.get("EndDate")
+    if state not in USABLE_RESERVATION_STATES:
+        ended = f" (ended {end:%Y-%m-%d})" if isinstance(end, datetime) else ""
+        return fail(f"is {state}{ended}: the pool would get no capacity; reserve again and update "
+                    "llmcap:hardware.capacity")
+    if found.get("InstanceType") != p.instance_type:
+        return fail(f"holds {found.get('InstanceType')}, the pool runs {p.instance_type}")
+    az = found.get("AvailabilityZoneId")
+    if az != p.availability_zone_id:
+        return fail(f"is in {az}, the stack says {p.availability_zone_id}: the node group's subnets would be in "
+                    "the wrong AZ; set availability_zone_id to the reservation's")
+    held = int(found.get("TotalInstanceCount", 0))
+    if held < p.instances_max:
+        return fail(f"holds {held} × {p.instance_type}, the pool needs {p.instances_max}; re-plan with its count")
+    left = ""
+    if isinstance(end, datetime):
+        days = (end - now).total_seconds() / 86400
+        if days <= 0:
+            return fail(f"ended {end:%Y-%m-%d}: the pool would get no capacity")
+        left = f", {days:.1f} days left (ends {end:%Y-%m-%d})"
+    return Check("capacity", p.instance_type, [str(az)], "pass",
+                 f"{p.name}: {name} {rid} {state}, {held} × {p.instance_type} in {az}{left}")
+
+
+def _no_reservation_check(p: Pool, region: str) -> Check:
+    """A GPU pool on plain on-demand: capacity is not guaranteed; how to reserve it (one line)."""
+    return Check("capacity", p.instance_type, [], "info",
+                 f"{p.name}: on-demand {p.instance_type} capacity is not guaranteed (no reservation in "
+                 "llmcap:hardware.capacity); to hold it: aws ec2 describe-capacity-block-offerings "
+                 f"--instance-type {p.instance_type} --instance-count {p.instances_max} --capacity-duration-hours 24 "
+                 f"--region {region}, then aws ec2 purchase-capacity-block --capacity-block-offering-id <id> "
+                 "--instance-platform Linux/UNIX")
+
+
+def capacity_checks(ec2: Any, plan: Plan, region: str, now: datetime | None = None) -> list[Check]:
+    """Each pool's reservation or Capacity Block (DescribeCapacityReservations), and one line per
+    on-demand pool without one."""
+    now = now or datetime.now(UTC)
+    ids = sorted({p.capacity_reservation_id for p in plan.pools
+                  if p.capacity_reservation_id and p.capacity_reservation_id.startswith("cr-")})
+    found: dict[str, Any] = {}
+    for rid in ids:  # one call per id: an unknown id fails the whole call (InvalidCapacityReservationId.NotFound)
+        try:
+            for r in ec2.describe_capacity_reservations(CapacityReservationIds=[rid]).get("CapacityReservations", []):
+                found[r["CapacityReservationId"]] = r
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code", "") in ACCESS_DENIED_CODES:
+                raise
+    out = []
+    for p in plan.pools:
+        if p.capacity_reservation_id:
+            if p.capacity_reservation_id.startswith("cr-"):
+                out.append(_reservation_check(p, found.get(p.capacity_reservation_id), now))
+        elif p.purchase == "on-demand":
+            out.append(_no_reservation_check(p, region))
+    return out
+
+
 def run_preflight(plan: Plan, region: str, clients: AwsClients, catalog: Catalog) -> PreflightReport:
-    """Offerings per pool (live) and vCPU quotas at the plan's maximum scale, summed per quota."""
+    """Offerings per pool (live), each reservation or Capacity Block, and vCPU quotas at the plan's
+    maximum scale, summed per quota."""
     types = sorted({p.instance_type for p in plan.pools})
     offered = fetch_offerings(clients.ec2(region), types)
     checks = [_offered_check(t, offered.get(t, []), region, catalog) for t in types]
+    checks += capacity_checks(clients.ec2(region), plan, region)
     need: dict[str, int] = {}
     users: dict[str, list[str]] = {}
     types_by_quota: dict[str, set[str]] = {}
@@ -701,7 +779,10 @@ def run_preflight(plan: Plan, region: str, clients: AwsClients, catalog: Catalog
     families = quota_families(catalog)
     for p in plan.pools:
         inst = catalog.instance(p.instance_type)
-        name = quota_name_for(inst.family, p.purchase, families)
+        if p.purchase == "capacity-block":  # the block's own instances; its check is above
+            continue
+        # an ODCR's instances are on-demand instances and count toward the On-Demand vCPU quota
+        name = quota_name_for(inst.family, "on-demand" if p.purchase == "reservation" else p.purchase, families)
         if name is None:
             missing_family.append(Check("quota", p.instance_type, [], "unknown",
                                         f"no vCPU quota known for family {inst.family} ({p.purchase}); "
@@ -752,6 +833,6 @@ def preflight_warnings(plan: Plan, region: str | None = None, clients: AwsClient
         return [f"preflight skipped: {e.problems[0]}"]
     lines = []
     for c in report.checks:
-        if c.status != "pass":
+        if c.status not in ("pass", "info"):  # `llmcap preflight` prints the notes
             lines.append(f"preflight {c.check} {c.status}: {c.detail}" + (f"; fix: {c.fix}" if c.fix else ""))
     return lines

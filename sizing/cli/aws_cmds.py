@@ -50,7 +50,7 @@ def preflight(
     else:
         _print_report(report)
     if not report.ok:
-        failed = [c for c in report.checks if c.status != "pass"]
+        failed = [c for c in report.checks if c.status not in ("pass", "info")]
         raise CheckFailedError(f"preflight: {len(failed)} check(s) did not pass",
                                [f"preflight {c.check} {c.status}: {c.detail}" for c in failed])
 
@@ -65,6 +65,8 @@ def _print_report(report: PreflightReport) -> None:
         if c.check == "offered":
             where = ", ".join(c.offered_azs) or "not offered"
             t.add_row(c.check, c.instance_type, where, "", c.status)
+        elif c.check == "capacity":
+            t.add_row(c.check, c.instance_type, ", ".join(c.offered_azs) or "-", "", c.status)
         else:
             quota = f"{c.quota_name or '-'} ({c.quota_code or '?'})"
             have = f"{c.quota_vcpus:g}" if c.quota_vcpus is not None else "?"
