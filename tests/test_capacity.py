@@ -185,3 +185,20 @@ def test_multi_node_pool_without_efa_is_refused(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: ") and "TCP" in lines[0], r.output
     assert "Traceback" not in r.output
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_efa_network_cards_match_the_catalog_and_moto() -> None:
+    """infra/data/efa_network_cards.csv (scripts/build_bundled_catalog.py) lists exactly the catalog's EFA
+    types, with moto's copy of DescribeInstanceTypes' network cards."""
+    import gzip
+    import json
+
+    moto = pytest.importorskip("moto")
+    cat = load_catalog()
+    assert set(efa_cards()) == {t for t, i in cat.instances.items() if i.efa}
+    with gzip.open(Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz") as f:
+        info = json.load(f)
+    for t, c in efa_cards().items():
+        net = info[t]["NetworkInfo"]
+        assert (c.network_cards, c.max_efa_interfaces) == (net["MaximumNetworkCards"],
+                                                           net["EfaInfo"]["MaximumEfaInterfaces"]), t
