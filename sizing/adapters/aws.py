@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from sizing.plan import Plan, Pool
 
 ENDPOINT_ENV = "LLMCAP_AWS_ENDPOINT_URL"
+REFRESHED_PURCHASES = ("on-demand", "spot")  # the prices.csv purchase kinds `_fetch_region` writes
 PRICING_REGION = "us-east-1"  # the Pricing API lives in us-east-1 (also eu-central-1, ap-south-1)
 SPOT_PRODUCT = "Linux/UNIX"
 ACCESS_DENIED_CODES = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthFailure",
@@ -521,7 +522,10 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     spot_rows = [r for a in answers.values() for r in a.spot_azs]
     all_offers = [r for r in _existing(out, "offerings.csv") if r["region"] not in refreshed] + offer_rows
     all_offers.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone_id"]))
-    all_prices = [r for r in _existing(out, "prices.csv") if r["region"] not in refreshed] + price_rows
+    # a refreshed region's on-demand and spot rows are replaced; the purchase kinds a refresh does not
+    # fetch (reserved, Savings Plan, Capacity Block rows) are kept with their own source and date
+    all_prices = [r for r in _existing(out, "prices.csv")
+                  if r["region"] not in refreshed or r["purchase"] not in REFRESHED_PURCHASES] + price_rows
     all_spot = [r for r in _existing(out, "spot_prices.csv") if r["region"] not in refreshed] + spot_rows
     all_spot.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone"]))
     gen = write_generation(out, {"instances.csv": (INSTANCE_FIELDS, all_inst),
