@@ -103,3 +103,72 @@ def test_preflight_end_to_end_reports_each_problem_once_and_leaves_the_cache(mon
     assert quota.required_vcpus == 3 * 192
     assert not report.ok
     assert {p: p.read_bytes() for p in cache.rglob("*") if p.is_file()} == before
+
+
+# --- Savings Plans rates in `llmcap catalog refresh --savings-plans` ----------------------------
+
+def _sp_result(t: str, years: int, rate: str, usage: str = "BoxUsage") -> dict[str, object]:
+    return {"savingsPlanOffering": {"offeringId": f"o-{t}-{years}", "paymentOption": "No Upfront",
+                                    "planType": "Compute", "durationSeconds": 31_536_000 * years, "currency": "USD"},
+            "rate": rate, "unit": "Hrs", "productType": "EC2", "serviceCode": "AmazonEC2",
+            "usageType": f"{usage}:{t}", "operation": "RunInstances",
+            "properties": [{"name": "instanceType", "value": t}, {"name": "region", "value": "us-east-1"}]}
+
+
+def test_savings_plan_rates_are_read_per_term_across_pages() -> None:
+    from sizing.adapters.aws import fetch_savings_plan_rates
+
+    sp, stub = stub_client("savingsplans", "us-east-1")
+    stub.add_response("describe_savings_plans_offering_rates", {
+        "searchResults": [_sp_result("p5.48xlarge", 1, "38.53"), _sp_result("p5.48xlarge", 1, "9.9", "HostUsage")],
+        "nextToken": "t2"})
+    stub.add_response("describe_savings_plans_offering_rates", {
+        "searchResults": [_sp_result("p5.48xlarge", 3, "27.52"), _sp_result("g6e.xlarge", 1, "1.2")]})
+    with stub:
+        got = fetch_savings_plan_rates(sp, ["p5.48xlarge"], "us-east-1")
+    stub.assert_no_pending_responses()
+    assert got == {("p5.48xlarge", "savings-plan-1yr"): 38.53, ("p5.48xlarge", "savings-plan-3yr"): 27.52}
+
+
+def test_an_unreadable_savings_plan_rate_is_one_error() -> None:
+    from sizing.adapters.aws import AwsDataError, fetch_savings_plan_rates
+
+    sp, stub = stub_client("savingsplans", "us-east-1")
+    stub.add_response("describe_savings_plans_offering_rates",
+                      {"searchResults": [_sp_result("p5.48xlarge", 1, "n/a")]})
+    with stub, pytest.raises(AwsDataError) as e:
+        fetch_savings_plan_rates(sp, ["p5.48xlarge"], "us-east-1")
+    assert "savings-plan-1yr rate of p5.48xlarge is unreadable" in e.value.problems[0]
+
+
+def test_refresh_with_savings_plans_writes_them_and_keeps_the_bundled_reserved_rows(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import csv
+
+    from sizing.adapters.aws import SAVINGS_PLAN_SOURCE, refresh_catalog
+    from tests.aws_faults import ec2_client, pricing_client
+
+    set_dummy_aws_env(monkeypatch, tmp_path, None)
+    sp, stub = stub_client("savingsplans", "us-east-1")
+    stub.add_response("describe_savings_plans_offering_rates",
+                      {"searchResults": [_sp_result("p5.48xlarge", 1, "38.53"), _sp_result("p5.48xlarge", 3, "27.52")]})
+    out = tmp_path / "catalog"
+    clients = AwsClients(injected={"ec2": ec2_client(), "pricing": pricing_client(), "savingsplans": sp})
+    with stub:
+        refresh_catalog(["us-east-1"], out, clients, Catalog(), savings_plans=True)
+    with (out / "prices.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["region"] == "us-east-1"]
+    sp_rows = {(r["instance_type"], r["purchase"]): float(r["usd_per_hour"]) for r in rows
+               if r["purchase"].startswith("savings-plan") and r["source"] == SAVINGS_PLAN_SOURCE}
+    assert sp_rows == {("p5.48xlarge", "savings-plan-1yr"): 38.53, ("p5.48xlarge", "savings-plan-3yr"): 27.52}
+    assert any(r["purchase"] == "reserved-1yr" for r in rows) and any(r["purchase"] == "capacity-block" for r in rows)
+    # the plan then prices the block stack's "rest" at the Savings Plan rate it asked for
+    from sizing.planning.planner import plan_stack
+    from sizing.stack import load_stack
+    from tests.k8s_support import ROOT
+
+    plan = plan_stack(load_stack(ROOT / "stacks" / "Pulumi.llama70b-block.yaml"), Catalog(out))
+    rest = [p for p in plan.pools if p.purchase == "on-demand"]
+    assert rest and all((p.usd_per_instance_hour, p.rate_basis) == (38.53, "savings-plan-1yr") for p in rest)
+    opts = {o.option: o for o in plan.purchase_options}
+    assert opts["savings-plan-3yr"].usd_per_month is not None and opts["savings-plan-3yr"].source == SAVINGS_PLAN_SOURCE

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from sizing.plan import Plan, Pool
 
 ENDPOINT_ENV = "LLMCAP_AWS_ENDPOINT_URL"
-REFRESHED_PURCHASES = ("on-demand", "spot")  # the prices.csv purchase kinds `_fetch_region` writes
+REFRESHED_PURCHASES = ("on-demand", "spot")  # the prices.csv purchase kinds `_fetch_region` always writes
 PRICING_REGION = "us-east-1"  # the Pricing API lives in us-east-1 (also eu-central-1, ap-south-1)
 SPOT_PRODUCT = "Linux/UNIX"
 ACCESS_DENIED_CODES = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthFailure",
@@ -111,6 +111,9 @@ class AwsClients:
 
     def quotas(self, region: str) -> Any:
         return self.client("service-quotas", region)
+
+    def savingsplans(self) -> Any:
+        return self.client("savingsplans", PRICING_REGION)  # a global service with its endpoint in us-east-1
 
 
 def default_region() -> str:
@@ -367,6 +370,47 @@ def fetch_spot_prices(ec2: Any, instance_types: list[str], region: str, now: dat
     return out
 
 
+# Compute Savings Plans, No Upfront: the plan length in seconds (SavingsPlanOffering.durationSeconds)
+# -> the prices.csv purchase kind
+SAVINGS_PLAN_KINDS = {31_536_000: "savings-plan-1yr", 94_608_000: "savings-plan-3yr"}
+SAVINGS_PLAN_SOURCE = ("AWS Savings Plans DescribeSavingsPlansOfferingRates (Compute, No Upfront; Linux/UNIX, shared "
+                       "tenancy, RunInstances BoxUsage)")
+
+
+def fetch_savings_plan_rates(sp: Any, instance_types: list[str], region: str) -> dict[tuple[str, str], float]:
+    """(instance type, savings-plan-1yr | savings-plan-3yr) -> USD per instance-hour under a Compute
+    Savings Plan with no upfront payment in `region`. A result without a readable rate is an AwsDataError."""
+    out: dict[tuple[str, str], float] = {}
+    for chunk in _chunks(instance_types, 100):
+        token: str | None = None
+        while True:
+            kw: dict[str, Any] = {"nextToken": token} if token else {}
+            page = sp.describe_savings_plans_offering_rates(
+                savingsPlanTypes=["Compute"], savingsPlanPaymentOptions=["No Upfront"], products=["EC2"],
+                serviceCodes=["AmazonEC2"], operations=["RunInstances"], maxResults=1000,
+                filters=[{"name": "region", "values": [region]}, {"name": "instanceType", "values": chunk},
+                         {"name": "tenancy", "values": ["shared"]},
+                         {"name": "productDescription", "values": ["Linux/UNIX"]}], **kw)
+            for r in page.get("searchResults", []):
+                kind = SAVINGS_PLAN_KINDS.get(int(r.get("savingsPlanOffering", {}).get("durationSeconds", 0)))
+                props = {p.get("name"): p.get("value") for p in r.get("properties", [])}
+                t = props.get("instanceType")
+                if kind is None or t not in chunk or "BoxUsage" not in r.get("usageType", ""):
+                    continue
+                try:
+                    usd = float(r["rate"])
+                    if not math.isfinite(usd) or usd <= 0:
+                        raise ValueError(r["rate"])
+                except (KeyError, ValueError, TypeError) as e:
+                    raise AwsDataError(f"AWS Savings Plans DescribeSavingsPlansOfferingRates ({region}): the {kind} "
+                                       f"rate of {t} is unreadable ({e.__class__.__name__}: {str(e)[:60]})") from None
+                out[(str(t), kind)] = usd
+            token = page.get("nextToken")
+            if not token:
+                break
+    return out
+
+
 # --- catalog refresh ------------------------------------------------------------------------
 @dataclass
 class RefreshResult:
@@ -410,7 +454,7 @@ def _existing(out_dir: Path, name: str) -> list[dict[str, str]]:
 
 def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dict[str, dict[str, str]],
                   as_of: str, now: datetime, inst_rows: dict[str, dict[str, str]], skipped: set[str],
-                  unpriced: list[str]) -> _RegionAnswer:
+                  unpriced: list[str], savings_plans: bool = False) -> _RegionAnswer:
     """Everything AWS says about one region, parsed; any unreadable item is an AwsDataError."""
     ans = _RegionAnswer()
     ec2 = clients.ec2(region)
@@ -443,6 +487,11 @@ def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dic
             ans.prices.append({"instance_type": t, "region": region, "purchase": "on-demand",
                                "usd_per_hour": repr(usd), "as_of": as_of,
                                "source": "AWS Pricing API GetProducts (AmazonEC2; Linux, Shared, NA, Used)"})
+        if savings_plans:
+            step = "DescribeSavingsPlansOfferingRates"
+            for (t, kind), usd in sorted(fetch_savings_plan_rates(clients.savingsplans(), ans.types, region).items()):
+                ans.prices.append({"instance_type": t, "region": region, "purchase": kind, "usd_per_hour": repr(usd),
+                                   "as_of": as_of, "source": SAVINGS_PLAN_SOURCE})
         step = "DescribeSpotPriceHistory"
         start = now - timedelta(days=SPOT_WINDOW_DAYS)
         window = f"{start:%Y-%m-%dT%H:%MZ}/{now:%Y-%m-%dT%H:%MZ}"
@@ -489,7 +538,7 @@ def _shrink_problems(region: str, ans: _RegionAnswer, out: Path) -> list[str]:
 
 def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClients, catalog: Catalog,
                     today: date | None = None, allow_shrink: bool = False,
-                    now: datetime | None = None) -> RefreshResult:
+                    now: datetime | None = None, savings_plans: bool = False) -> RefreshResult:
     """Write a new generation of instances.csv, prices.csv, offerings.csv and spot_prices.csv for
     `regions` and point `out_dir` at it atomically.
 
@@ -497,7 +546,8 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     readable data and (unless `allow_shrink`) with at least SHRINK_FLOOR of the rows the cache has
     for it. Rows of other regions (and instance types not seen live) are kept from the table being
     replaced, with their own source and as_of. Kept GPU types: those whose GPU is in gpus.csv or
-    that the catalog already lists; others are reported as skipped."""
+    that the catalog already lists; others are reported as skipped. `savings_plans`: also the 1- and
+    3-year Compute Savings Plan rates (savingsplans:DescribeSavingsPlansOfferingRates, a separate permission)."""
     out = out_dir or USER_CACHE_DIR
     now = now or datetime.now(UTC)
     as_of = (today or now.date()).isoformat()
@@ -507,7 +557,7 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     known = {r["instance_type"]: r for r in _existing(out, "instances.csv")}
     answers: dict[str, _RegionAnswer] = {}
     for region in regions:
-        ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced)
+        ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced, savings_plans)
         shrink = _shrink_problems(region, ans, out)
         if shrink and not allow_shrink:
             raise AwsDataError(
@@ -524,8 +574,9 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     all_offers.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone_id"]))
     # a refreshed region's on-demand and spot rows are replaced; the purchase kinds a refresh does not
     # fetch (reserved, Savings Plan, Capacity Block rows) are kept with their own source and date
+    fetched = REFRESHED_PURCHASES + (tuple(SAVINGS_PLAN_KINDS.values()) if savings_plans else ())
     all_prices = [r for r in _existing(out, "prices.csv")
-                  if r["region"] not in refreshed or r["purchase"] not in REFRESHED_PURCHASES] + price_rows
+                  if r["region"] not in refreshed or r["purchase"] not in fetched] + price_rows
     all_spot = [r for r in _existing(out, "spot_prices.csv") if r["region"] not in refreshed] + spot_rows
     all_spot.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone"]))
     gen = write_generation(out, {"instances.csv": (INSTANCE_FIELDS, all_inst),

@@ -90,6 +90,8 @@ def catalog_refresh(
     catalog: Path | None = CatalogOpt,
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help="accept an answer with far fewer instance "
                                       "types, offerings or prices for a region than the cache holds (or none)"),
+    savings_plans: bool = typer.Option(False, "--savings-plans", help="also fetch 1- and 3-year Compute Savings "
+                                       "Plan rates (needs savingsplans:DescribeSavingsPlansOfferingRates)"),
 ) -> None:
     """Refresh instances.csv, prices.csv, offerings.csv and spot_prices.csv from live AWS APIs.
 
@@ -101,7 +103,8 @@ def catalog_refresh(
     cat = load_catalog(catalog)
     with aws_errors():
         regions = list(dict.fromkeys(region or [default_region()]))
-        res = refresh_catalog(regions, out, AwsClients.from_env(), cat, allow_shrink=allow_shrink)
+        res = refresh_catalog(regions, out, AwsClients.from_env(), cat, allow_shrink=allow_shrink,
+                              savings_plans=savings_plans)
     typer.echo(f"wrote {res.out_dir}: {res.instances} GPU instance types, {res.prices} prices, "
                f"{res.offerings} AZ offerings, {res.spot_azs} per-AZ spot medians (7 days) for "
                f"{', '.join(res.regions)}")
