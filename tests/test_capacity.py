@@ -202,3 +202,11 @@ def test_efa_network_cards_match_the_catalog_and_moto() -> None:
         net = info[t]["NetworkInfo"]
         assert (c.network_cards, c.max_efa_interfaces) == (net["MaximumNetworkCards"],
                                                            net["EfaInfo"]["MaximumEfaInterfaces"]), t
+
+
+def test_the_pr_comment_says_when_the_block_ends(block_plan) -> None:  # type: ignore[no-untyped-def]
+    from sizing.analysis.diff import diff_plans
+    from sizing.report.diff_views import render_markdown as diff_markdown
+
+    md = diff_markdown(diff_plans(None, block_plan))
+    assert f"capacity block {BLOCK} ends 2027-01-14; after that the pool has no capacity" in md

@@ -80,6 +80,12 @@ def commitment_rate(cat: Catalog, instance_type: str, region: str, commitment: s
                 + f"; {instance_type} priced at the on-demand rate")
 
 
+def ends_line(kind: str, reservation_id: str, end: str) -> str:
+    """When a reservation ends, in the words the plan, its JSON and the PR comment all use."""
+    name = "capacity block" if kind == "capacity-block" else "capacity reservation"
+    return f"{name} {reservation_id} ends {end}; after that the pool has no capacity"
+
+
 def capacity_notes(hw: HardwareSpec, pools: list[tuple[str, str, int, float]]) -> list[str]:
     """Plan warnings for each reservation: when it ends (after that the pool has no capacity), and
     instances held but not used (paid whether used or not). `pools`: (instance type, purchase,
@@ -94,7 +100,7 @@ def capacity_notes(hw: HardwareSpec, pools: list[tuple[str, str, int, float]]) -
             continue
         n, usd = used[0]
         if res.end is not None:
-            out.append(f"{name} {res.id} ends {res.end.isoformat()}; after that the pool has no capacity")
+            out.append(ends_line(res.kind, res.id, res.end.isoformat()))
         if n < res.count:
             out.append(f"{name} {res.id}: the plan uses {n} of its {res.count} {res.instance_type} instances; "
                        f"the other {res.count - n} are paid whether used or not "
