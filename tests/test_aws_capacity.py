@@ -172,3 +172,69 @@ def test_refresh_with_savings_plans_writes_them_and_keeps_the_bundled_reserved_r
     assert rest and all((p.usd_per_instance_hour, p.rate_basis) == (38.53, "savings-plan-1yr") for p in rest)
     opts = {o.option: o for o in plan.purchase_options}
     assert opts["savings-plan-3yr"].usd_per_month is not None and opts["savings-plan-3yr"].source == SAVINGS_PLAN_SOURCE
+
+
+# --- Capacity Block rates in `llmcap catalog refresh --capacity-block TYPE` ---------------------
+
+def _offering(fee: str, count: int = 1, hours: int = 24, az: str = "us-east-1a") -> dict[str, object]:
+    return {"CapacityBlockOfferingId": f"cbo-{fee.replace('.', '')}", "InstanceType": "p5.48xlarge",
+            "AvailabilityZone": az, "InstanceCount": count, "CapacityBlockDurationHours": hours,
+            "StartDate": datetime(2026, 12, 22, 11, 30, tzinfo=UTC),
+            "EndDate": datetime(2026, 12, 23, 11, 30, tzinfo=UTC),
+            "UpfrontFee": fee, "CurrencyCode": "USD", "Tenancy": "default"}
+
+
+def test_capacity_block_rate_is_the_cheapest_offering_per_instance_hour() -> None:
+    from sizing.adapters.aws import fetch_capacity_block_rates
+
+    ec2, stub = stub_client("ec2", "us-east-1")
+    params = {"InstanceType": "p5.48xlarge", "InstanceCount": 1, "CapacityDurationHours": 24}
+    stub.add_response("describe_capacity_block_offerings",
+                      {"CapacityBlockOfferings": [_offering("1000.08")], "NextToken": "n"}, params)
+    stub.add_response("describe_capacity_block_offerings",
+                      {"CapacityBlockOfferings": [_offering("1920.0", count=2, hours=24, az="us-east-1f")]},
+                      {**params, "NextToken": "n"})
+    with stub:
+        got = fetch_capacity_block_rates(ec2, ["p5.48xlarge"], "us-east-1")
+    stub.assert_no_pending_responses()
+    assert got == {"p5.48xlarge": (40.0, "us-east-1f, starting 2026-12-22")}
+
+
+def test_an_offering_without_a_fee_is_one_error() -> None:
+    from sizing.adapters.aws import AwsDataError, fetch_capacity_block_rates
+
+    ec2, stub = stub_client("ec2", "us-east-1")
+    bad = _offering("1000")
+    bad.pop("UpfrontFee")
+    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [bad]})
+    with stub, pytest.raises(AwsDataError) as e:
+        fetch_capacity_block_rates(ec2, ["p5.48xlarge"], "us-east-1")
+    assert "an offering of p5.48xlarge has no usable UpfrontFee" in e.value.problems[0]
+
+
+def test_refresh_with_a_capacity_block_type_replaces_only_its_block_rate(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    import csv
+
+    from sizing.adapters.aws import refresh_catalog
+    from tests.aws_faults import ec2_client, pricing_client
+
+    set_dummy_aws_env(monkeypatch, tmp_path, None)
+    calls: list[dict[str, object]] = []
+
+    def offerings(params: dict[str, object], **_: object) -> tuple[object, dict[str, object]]:
+        from botocore.awsrequest import AWSResponse
+
+        calls.append(params)  # moto has no DescribeCapacityBlockOfferings: answer before the call is sent
+        return (AWSResponse("https://ec2.us-east-1.amazonaws.com", 200, {}, None),
+                {"CapacityBlockOfferings": [_offering("960.0")]})
+
+    out = tmp_path / "catalog"
+    ec2 = ec2_client({"before-call.ec2.DescribeCapacityBlockOfferings": offerings})
+    refresh_catalog(["us-east-1"], out, AwsClients(injected={"ec2": ec2, "pricing": pricing_client()}), Catalog(),
+                    capacity_blocks=("p5.48xlarge",))
+    with (out / "prices.csv").open(newline="") as f:
+        blocks = [r for r in csv.DictReader(f) if r["purchase"] == "capacity-block"]
+    assert [(r["instance_type"], r["region"], float(r["usd_per_hour"])) for r in blocks] == \
+        [("p5.48xlarge", "us-east-1", 40.0)]
+    assert blocks[0]["source"].startswith("AWS EC2 DescribeCapacityBlockOfferings") and len(calls) == 1

@@ -411,6 +411,41 @@ def fetch_savings_plan_rates(sp: Any, instance_types: list[str], region: str) ->
     return out
 
 
+CAPACITY_BLOCK_HOURS = 24  # the shortest Capacity Block length (CapacityDurationHours), priced per instance-hour
+
+
+def fetch_capacity_block_rates(ec2: Any, instance_types: list[str], region: str) -> dict[str, tuple[float, str]]:
+    """instance type -> (USD per instance-hour of its cheapest one-instance, 24-hour Capacity Block
+    offering = UpfrontFee ÷ (InstanceCount × CapacityBlockDurationHours), what it was: AZ and start).
+    A type with no offering now is left out; an offering without a readable fee is an AwsDataError."""
+    out: dict[str, tuple[float, str]] = {}
+    for t in instance_types:
+        token: str | None = None
+        while True:
+            kw: dict[str, Any] = {"NextToken": token} if token else {}
+            page = ec2.describe_capacity_block_offerings(InstanceType=t, InstanceCount=1,
+                                                         CapacityDurationHours=CAPACITY_BLOCK_HOURS, **kw)
+            for o in page.get("CapacityBlockOfferings", []):
+                try:
+                    if o.get("CurrencyCode", "USD") != "USD":
+                        raise ValueError(f"currency {o.get('CurrencyCode')}")
+                    usd = float(o["UpfrontFee"]) / (int(o["InstanceCount"]) * int(o["CapacityBlockDurationHours"]))
+                    if not math.isfinite(usd) or usd <= 0:
+                        raise ValueError(o["UpfrontFee"])
+                except (KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+                    raise AwsDataError(f"AWS EC2 DescribeCapacityBlockOfferings ({region}): an offering of {t} has no "
+                                       f"usable UpfrontFee ({e.__class__.__name__}: {str(e)[:60]})") from None
+                start = o.get("StartDate")
+                what = f"{o.get('AvailabilityZone', '?')}, starting {start:%Y-%m-%d}" if isinstance(start, datetime) \
+                    else str(o.get("AvailabilityZone", "?"))
+                if t not in out or usd < out[t][0]:
+                    out[t] = (usd, what)
+            token = page.get("NextToken")
+            if not token:
+                break
+    return out
+
+
 # --- catalog refresh ------------------------------------------------------------------------
 @dataclass
 class RefreshResult:
@@ -454,7 +489,8 @@ def _existing(out_dir: Path, name: str) -> list[dict[str, str]]:
 
 def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dict[str, dict[str, str]],
                   as_of: str, now: datetime, inst_rows: dict[str, dict[str, str]], skipped: set[str],
-                  unpriced: list[str], savings_plans: bool = False) -> _RegionAnswer:
+                  unpriced: list[str], savings_plans: bool = False,
+                  capacity_blocks: tuple[str, ...] = ()) -> _RegionAnswer:
     """Everything AWS says about one region, parsed; any unreadable item is an AwsDataError."""
     ans = _RegionAnswer()
     ec2 = clients.ec2(region)
@@ -492,6 +528,13 @@ def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dic
             for (t, kind), usd in sorted(fetch_savings_plan_rates(clients.savingsplans(), ans.types, region).items()):
                 ans.prices.append({"instance_type": t, "region": region, "purchase": kind, "usd_per_hour": repr(usd),
                                    "as_of": as_of, "source": SAVINGS_PLAN_SOURCE})
+        if capacity_blocks:
+            step = "DescribeCapacityBlockOfferings"
+            for t, (usd, what) in sorted(fetch_capacity_block_rates(ec2, list(capacity_blocks), region).items()):
+                ans.prices.append({"instance_type": t, "region": region, "purchase": "capacity-block",
+                                   "usd_per_hour": repr(usd), "as_of": as_of,
+                                   "source": f"AWS EC2 DescribeCapacityBlockOfferings (cheapest 1-instance "
+                                             f"{CAPACITY_BLOCK_HOURS} h block: UpfrontFee ÷ instance-hours; {what})"})
         step = "DescribeSpotPriceHistory"
         start = now - timedelta(days=SPOT_WINDOW_DAYS)
         window = f"{start:%Y-%m-%dT%H:%MZ}/{now:%Y-%m-%dT%H:%MZ}"
@@ -538,7 +581,8 @@ def _shrink_problems(region: str, ans: _RegionAnswer, out: Path) -> list[str]:
 
 def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClients, catalog: Catalog,
                     today: date | None = None, allow_shrink: bool = False,
-                    now: datetime | None = None, savings_plans: bool = False) -> RefreshResult:
+                    now: datetime | None = None, savings_plans: bool = False,
+                    capacity_blocks: tuple[str, ...] = ()) -> RefreshResult:
     """Write a new generation of instances.csv, prices.csv, offerings.csv and spot_prices.csv for
     `regions` and point `out_dir` at it atomically.
 
@@ -547,7 +591,8 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     for it. Rows of other regions (and instance types not seen live) are kept from the table being
     replaced, with their own source and as_of. Kept GPU types: those whose GPU is in gpus.csv or
     that the catalog already lists; others are reported as skipped. `savings_plans`: also the 1- and
-    3-year Compute Savings Plan rates (savingsplans:DescribeSavingsPlansOfferingRates, a separate permission)."""
+    3-year Compute Savings Plan rates (savingsplans:DescribeSavingsPlansOfferingRates, a separate permission).
+    `capacity_blocks`: instance types whose Capacity Block rate to read (DescribeCapacityBlockOfferings)."""
     out = out_dir or USER_CACHE_DIR
     now = now or datetime.now(UTC)
     as_of = (today or now.date()).isoformat()
@@ -557,7 +602,8 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     known = {r["instance_type"]: r for r in _existing(out, "instances.csv")}
     answers: dict[str, _RegionAnswer] = {}
     for region in regions:
-        ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced, savings_plans)
+        ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced, savings_plans,
+                            tuple(capacity_blocks))
         shrink = _shrink_problems(region, ans, out)
         if shrink and not allow_shrink:
             raise AwsDataError(
@@ -576,7 +622,8 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     # fetch (reserved, Savings Plan, Capacity Block rows) are kept with their own source and date
     fetched = REFRESHED_PURCHASES + (tuple(SAVINGS_PLAN_KINDS.values()) if savings_plans else ())
     all_prices = [r for r in _existing(out, "prices.csv")
-                  if r["region"] not in refreshed or r["purchase"] not in fetched] + price_rows
+                  if r["region"] not in refreshed or (r["purchase"] not in fetched and not (
+                      r["purchase"] == "capacity-block" and r["instance_type"] in capacity_blocks))] + price_rows
     all_spot = [r for r in _existing(out, "spot_prices.csv") if r["region"] not in refreshed] + spot_rows
     all_spot.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone"]))
     gen = write_generation(out, {"instances.csv": (INSTANCE_FIELDS, all_inst),

@@ -92,6 +92,9 @@ def catalog_refresh(
                                       "types, offerings or prices for a region than the cache holds (or none)"),
     savings_plans: bool = typer.Option(False, "--savings-plans", help="also fetch 1- and 3-year Compute Savings "
                                        "Plan rates (needs savingsplans:DescribeSavingsPlansOfferingRates)"),
+    capacity_block: list[str] | None = typer.Option(None, "--capacity-block", help="instance type whose Capacity "
+                                                    "Block rate to read (repeatable; DescribeCapacityBlockOfferings, "
+                                                    "cheapest 1-instance 24-hour block)"),
 ) -> None:
     """Refresh instances.csv, prices.csv, offerings.csv and spot_prices.csv from live AWS APIs.
 
@@ -104,7 +107,7 @@ def catalog_refresh(
     with aws_errors():
         regions = list(dict.fromkeys(region or [default_region()]))
         res = refresh_catalog(regions, out, AwsClients.from_env(), cat, allow_shrink=allow_shrink,
-                              savings_plans=savings_plans)
+                              savings_plans=savings_plans, capacity_blocks=tuple(capacity_block or ()))
     typer.echo(f"wrote {res.out_dir}: {res.instances} GPU instance types, {res.prices} prices, "
                f"{res.offerings} AZ offerings, {res.spot_azs} per-AZ spot medians (7 days) for "
                f"{', '.join(res.regions)}")
