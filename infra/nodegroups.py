@@ -59,7 +59,11 @@ def capacity_args(pool: Pool) -> dict[str, Any]:
               else {"capacity_reservation_id": rid})
     out: dict[str, Any] = {"capacity_reservation_specification": {"capacity_reservation_target": target}}
     if pool.purchase == "capacity-block":
+        # EKS user guide, "Create a managed node group with Capacity Blocks for ML": the launch template
+        # sets MarketType capacity-block, the CapacityReservationTarget and the InstanceType (so the node
+        # group names none: CreateNodegroup fails when both do)
         out["instance_market_options"] = {"market_type": "capacity-block"}
+        out["instance_type"] = pool.instance_type
     return out
 
 
@@ -202,7 +206,7 @@ class GpuNodeGroups(pulumi.ComponentResource):
             node_role_arn=args.node_role_arn,
             subnet_ids=pa.subnet_ids,
             ami_type=args.platform.ami_type_gpu,
-            instance_types=[pool.instance_type],
+            instance_types=None if "instance_type" in extra else [pool.instance_type],
             capacity_type=CAPACITY_TYPES[pool.purchase],
             scaling_config={"min_size": pool.instances_min, "desired_size": pool.instances_desired,
                             "max_size": pool.instances_max},

@@ -130,6 +130,8 @@ def test_the_block_is_rendered_into_the_launch_template_and_node_group() -> None
     assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
     ng = h.one(res, h.NODE_GROUP, h.gpu_node_group_name(res, cb.name)).inputs
     assert ng["capacityType"] == "CAPACITY_BLOCK"
+    # the launch template names the instance type, the node group none (CreateNodegroup refuses both)
+    assert lt["instanceType"] == "p5.48xlarge" and "instanceTypes" not in ng
     subnets = {r.id: r.inputs for r in res.of_type("aws:ec2/subnet:Subnet")}
     assert {subnets[s]["availabilityZoneId"] for s in ng["subnetIds"]} == {"use1-az6"}
     other = h.one(res, LT, f"{h.gpu_node_group_name(res, rest.name)}-lt").inputs

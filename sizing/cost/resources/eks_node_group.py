@@ -16,7 +16,7 @@ def price(r: Resource, ctx: PricingContext) -> list[CostLine]:
     from sizing.cost.money import cpu_price
 
     types = r.inputs.get("instanceTypes") or []
-    itype = str(types[0]) if types else "unknown instance type"
+    itype = str(types[0]) if types else ctx.group_instance_types.get(r.name, "unknown instance type")
     # a Capacity Block is billed at its block rate; an ODCR (ON_DEMAND with a reservation) at on-demand
     purchase = PURCHASE_OF.get(str(r.inputs.get("capacityType", "ON_DEMAND")).upper(), "on-demand")
     sc = r.inputs.get("scalingConfig") or {}
