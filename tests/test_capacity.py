@@ -212,3 +212,19 @@ def test_the_pr_comment_says_when_the_block_ends(block_plan) -> None:  # type: i
 
     md = diff_markdown(diff_plans(None, block_plan))
     assert f"capacity block {BLOCK} ends 2027-01-14; after that the pool has no capacity" in md
+
+
+@pytest.mark.parametrize(("old", "new", "field", "says"), [
+    ("        instance_type: p5.48xlarge\n", "        instance_type: p5.48xlarg\n", "instance_type",
+     "did you mean p5.48xlarge"),
+    ("use1-az6", "use1-az9", "availability_zone_id", "use1-az9 does not offer p5.48xlarge in us-east-1"),
+])
+def test_a_reservation_of_an_unknown_type_or_az_is_one_error_line(tmp_path: Path, old: str, new: str, field: str,
+                                                                  says: str) -> None:
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text((ROOT / "stacks" / "Pulumi.llama70b-block.yaml").read_text().replace(old, new))
+    r = runner.invoke(app, ["plan", str(bad)], env={"COLUMNS": "200"})
+    assert r.exit_code == 2, r.output
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("error: ")]
+    assert errors == [ln for ln in errors if f"llmcap:hardware.capacity.0.{field}" in ln and says in ln], r.output
+    assert len(errors) == 1 and "Traceback" not in r.output
