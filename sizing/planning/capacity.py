@@ -51,9 +51,19 @@ def reserved_replicas(ev: Evaluated, res: CapacityReservation, replicas: int) ->
     return min(replicas, held)
 
 
+def how_to_get(kind: str, instance_types: list[str], region: str) -> str:
+    """Where a missing rate comes from: the refresh flag that fetches it, or that none does."""
+    fetch = {"on-demand": "", "spot": "", "savings-plan-1yr": " --savings-plans",
+             "savings-plan-3yr": " --savings-plans",
+             "capacity-block": "".join(f" --capacity-block {t}" for t in instance_types)}
+    if kind not in fetch:
+        return "no refresh fetches it; a prices.csv row with its source in a --catalog DIR adds it"
+    return f"`llmcap catalog refresh --region {region}{fetch[kind]}` fetches it"
+
+
 def _missing(kind: str, instance_type: str, region: str) -> str:
     return (f"no {kind} rate for {instance_type} in {region} in the catalog (not in the bundled data; "
-            f"`llmcap catalog refresh --region {region}` fetches it)")
+            f"{how_to_get(kind, [instance_type], region)})")
 
 
 def reservation_rate(cat: Catalog, res: CapacityReservation, region: str, on_demand: float) -> Rate:
@@ -127,7 +137,7 @@ def purchase_options(cat: Catalog, region: str, fleet: dict[str, int], output_to
             out.append(PurchaseOption(
                 option=option, usd_per_month=None, usd_per_million_output_tokens=None,
                 note=f"not in the bundled data for {', '.join(missing)} in {region} "
-                     f"(`llmcap catalog refresh --region {region}` fetches it)"))
+                     f"({how_to_get(option, missing, region)})"))
             continue
         out.append(PurchaseOption(
             option=option, usd_per_month=round(usd_per_month(usd_h), 2),
