@@ -70,6 +70,8 @@ def test_the_block_is_used_first_and_on_demand_covers_the_rest(block_plan) -> No
     assert rest.purchase == "on-demand" and rest.capacity_reservation_id is None
     assert cb.replicas + rest.replicas == sum(p.replicas for p in block_plan.pools)
     assert f"capacity block {BLOCK} ends 2027-01-14; after that the pool has no capacity" in block_plan.warnings
+    assert any(w.startswith(f"capacity block {BLOCK}: set the node group's desired size to 0 before upgrading")
+               for w in block_plan.warnings)
     # no 1-year Savings Plan rate for p5.48xlarge in the bundled data: said, and the rest priced on-demand
     assert any("no savings-plan-1yr rate for p5.48xlarge" in w for w in block_plan.warnings)
     assert rest.usd_per_instance_hour == load_catalog().price("p5.48xlarge", "us-east-1", "on-demand").usd_per_hour

@@ -111,6 +111,13 @@ def capacity_notes(hw: HardwareSpec, pools: list[tuple[str, str, int, float]]) -
         n, usd = used[0]
         if res.end is not None:
             out.append(ends_line(res.kind, res.id, res.end.isoformat()))
+        if res.kind == "capacity-block":
+            # EKS user guide, capacity-blocks-mng / capacity-blocks: "When upgrading a managed node group with
+            # Capacity Blocks, set the desired size to 0"; drain by scaling to zero "more than 30 minutes
+            # before the Capacity Block reservation end time"
+            out.append(f"{name} {res.id}: set the node group's desired size to 0 before upgrading it, and scale it to "
+                       "zero more than 30 minutes before the block ends so its pods drain (EKS user guide, "
+                       "Capacity Blocks for ML)")
         if n < res.count:
             out.append(f"{name} {res.id}: the plan uses {n} of its {res.count} {res.instance_type} instances; "
                        f"the other {res.count - n} are paid whether used or not "
