@@ -63,8 +63,16 @@ def choose_az_ids(plan: Plan, offered: dict[str, tuple[str, ...]], region_az_ids
     bad = eks_disallowed_az_ids(plan.region)
     served = {az: sum(az in offered[p.instance_type] for p in plan.pools)
               for az in {a for azs in offered.values() for a in azs}}
+    # a pool on a reservation or Capacity Block runs in its AZ only: those AZs come first
+    pinned = sorted({p.availability_zone_id for p in plan.pools if p.availability_zone_id})
+    for pool in plan.pools:
+        if pool.availability_zone_id and pool.availability_zone_id not in offered[pool.instance_type]:
+            raise SpecError(f"{pool.name}: its reservation {pool.capacity_reservation_id} is in "
+                            f"{pool.availability_zone_id}, where the catalog does not offer {pool.instance_type} "
+                            f"(offered in {', '.join(offered[pool.instance_type])}); check the reservation's AZ ID")
     # allowed AZs rank before disallowed ones at the same coverage, so the cluster's AZs come first
-    chosen = sorted(served, key=lambda az: (-served[az], az in bad, az))[:max_azs]
+    rest = [az for az in sorted(served, key=lambda az: (-served[az], az in bad, az)) if az not in pinned]
+    chosen = pinned + rest[:max(0, max_azs - len(pinned))]
     for pool in plan.pools:
         if not set(chosen) & set(offered[pool.instance_type]):
             chosen.append(sorted(offered[pool.instance_type], key=lambda az: (az in bad, az))[0])

@@ -68,7 +68,7 @@ RULES: dict[str, Rule] = {}
 ROW_CONTRIBUTORS: list[RowContributor] = []
 
 # modules that register rules; optional ones may be absent (another part of the project adds them)
-RULE_MODULES = ("infra.fit_rules",)
+RULE_MODULES = ("infra.fit_rules", "infra.fit_rules_capacity")
 OPTIONAL_RULE_MODULES = ("infra.fit_rules_platform",)
 
 

@@ -25,7 +25,7 @@ from infra.fit import FitContext, FitProblem, fit_row, fit_rule
 from infra.k8s_common import cache_size_limit
 from infra.names import NAMESPACE, SERVING_SERVICE_ACCOUNT, served_checkpoints, weights_prefix
 from infra.platform import load_platform
-from infra.serving import ServingContext, disruption_budget, gpus_per_pod, model_path_of, workload
+from infra.serving import ServingContext, disruption_budget, gpus_per_pod, model_path_of, rolling_update, workload
 from infra.serving_context import serving_context
 from infra.weights import MODEL_DIR, WeightsLocation
 from sizing.catalog.platform import number
@@ -145,10 +145,12 @@ def _runnable_pods(p: Pool) -> int:
 
 
 def _surge_nodes(p: Pool) -> int:
-    """Nodes a rolling update needs: every planned replica plus the one surge replica (maxSurge 1)."""
+    """Nodes a rolling update needs: every planned replica plus its surge replicas (infra/serving.py
+    rolling_update: maxSurge 1, or 0 on a reservation)."""
+    surge = rolling_update(p)["maxSurge"]
     if p.nodes_per_replica > 1:
-        return (p.replicas + 1) * p.nodes_per_replica
-    return math.ceil((p.replicas + 1) / max(p.replicas_per_instance, 1))
+        return (p.replicas + surge) * p.nodes_per_replica
+    return math.ceil((p.replicas + surge) / max(p.replicas_per_instance, 1))
 
 
 def _ephemeral_gib(v: PoolView) -> tuple[str, float]:
@@ -339,7 +341,8 @@ def node_group_max_below_surge(fit: FitContext) -> Iterator[FitProblem]:
         if p.instances_max < need:
             yield FitProblem("node-group-max-below-surge", p.name,
                              f"node group max {p.instances_max} < {need} nodes for {p.replicas} replicas plus the "
-                             "rolling update's surge replica (maxSurge 1); raise llmcap:hardware.autoscaling_headroom",
+                             f"rolling update's surge replicas (maxSurge {rolling_update(p)['maxSurge']}); raise "
+                             "llmcap:hardware.autoscaling_headroom",
                              "infra/serving.py rollingUpdate maxSurge 1")
 
 

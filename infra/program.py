@@ -15,6 +15,7 @@ from infra.addons import ClusterAddons, ClusterAddonsArgs
 from infra.addons_iam import cluster_autoscaler_identity
 from infra.cluster import EksCluster, EksClusterArgs
 from infra.ecr import PullThroughCache, PullThroughCacheArgs
+from infra.efa import uses_efa
 from infra.endpoint_certificate import EndpointCertificate
 from infra.fit import FitContext, NotDeployable, check_deployable
 from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
@@ -66,14 +67,22 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
     }
 
 
-def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, ...]]
+def pool_subnet_ids(network: Network, plan: Plan, offered: dict[str, tuple[str, ...]], catalog: Catalog
                     ) -> dict[str, pulumi.Input[list[str]]]:
-    """Per pool: the private subnets in AZs that offer its instance type (all of a VPC you bring)."""
+    """Per pool: the private subnets in AZs that offer its instance type (all of a VPC you bring); a pool
+    on a reservation only its AZ's, and an EFA pool only one AZ's (a cluster placement group is one AZ)."""
     if not network.private_subnet_ids_by_az:
         return {p.name: network.private_subnet_ids for p in plan.pools}
     by_az = network.private_subnet_ids_by_az
-    return {p.name: pulumi.Output.all(*[sid for az, sid in by_az.items() if az in offered[p.instance_type]])
-            for p in plan.pools}
+    out: dict[str, pulumi.Input[list[str]]] = {}
+    for p in plan.pools:
+        azs = [az for az in by_az if az in offered[p.instance_type]]
+        if p.availability_zone_id:
+            azs = [az for az in azs if az == p.availability_zone_id]
+        elif uses_efa(catalog, p):
+            azs = azs[:1]
+        out[p.name] = pulumi.Output.all(*[by_az[az] for az in azs])
+    return out
 
 
 def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, pins: ImagePins,
@@ -115,7 +124,9 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
 
     gpu_groups = GpuNodeGroups(name, GpuNodeGroupsArgs.from_plan(
         plan, platform, d.model_cache_on_instance_store, cluster_name=cluster.name,
-        node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered), tags=tags),
+        node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered, catalog), tags=tags,
+        efa_pools=frozenset(p.name for p in plan.pools if uses_efa(catalog, p)), vpc_id=network.vpc_id,
+        cluster_security_group_id=cluster.cluster.vpc_config.cluster_security_group_id),
         opts=pulumi.ResourceOptions(depends_on=cluster.addons))
 
     # one S3 prefix per checkpoint the pools serve (pool.vllm.model), never the base model's

@@ -62,7 +62,9 @@ def _cluster_outputs(inputs: dict[str, Any], name: str, region: str) -> dict[str
     return {"name": inputs.get("name") or f"{name}-{_short_hash(name, n=7)}",
             "endpoint": f"https://{_short_hash(name, n=32).upper()}.gr7.{region}.eks.amazonaws.com",
             "certificateAuthority": {"data": base64.b64encode(f"mock CA of {name}".encode()).decode()},
-            "status": "ACTIVE"}
+            "status": "ACTIVE",
+            # EKS creates the cluster security group and returns its id in vpcConfig
+            "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": f"sg-{_short_hash(name, n=17)}"}}
 
 
 ARN_KINDS = {"aws:kms/key:Key": "key", "aws:eks/cluster:Cluster": "cluster", "aws:ec2/vpc:Vpc": "vpc",
@@ -75,6 +77,7 @@ OUTPUT_HOOKS: dict[str, Callable[[dict[str, Any], str, str], dict[str, Any]]] = 
                                              "arn": f"arn:aws:s3:::{i.get('bucket') or f'{n}-{_short_hash(n)}'}"},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda i, n, r: {"latestVersion": 1, "defaultVersion": 1},
     "aws:kms/key:Key": lambda i, n, r: {"keyId": _short_hash(n, n=32)},
+    "aws:ec2/placementGroup:PlacementGroup": lambda i, n, r: {"name": i.get("name") or f"{n}-{_short_hash(n, n=7)}"},
     "aws:iam/role:Role": lambda i, n, r: {"name": i.get("name") or f"{n}-{_short_hash(n, n=7)}",
                                           "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:role/{n}-{_short_hash(n, n=7)}"},
     # EKS backs each managed node group with one Auto Scaling group (tagged for the Cluster Autoscaler)

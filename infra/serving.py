@@ -231,6 +231,15 @@ def source_for(pool: Pool, ctx: ServingContext) -> ModelSource:
     return ctx.model_source
 
 
+def rolling_update(pool: Pool) -> dict[str, int]:
+    """maxSurge 1 / maxUnavailable 0: capacity never drops below the planned replicas. A pool on a
+    reservation or Capacity Block has no node for a surge replica (the reservation holds a fixed count),
+    so it replaces one replica at a time (maxSurge 0, maxUnavailable 1); its spare replica covers that."""
+    if pool.capacity_reservation_id:
+        return {"maxUnavailable": 1, "maxSurge": 0}
+    return {"maxUnavailable": 0, "maxSurge": 1}
+
+
 def deployment(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
     """Single-node replicas. Rolling updates add one replica before removing one (maxSurge 1,
     maxUnavailable 0), so serving capacity never drops below the planned replicas."""
@@ -245,7 +254,7 @@ def deployment(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
         "spec": {
             "replicas": pool.replicas,
             "selector": {"matchLabels": labels},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update(pool)},
             "template": {"metadata": {"labels": pod_labels},
                          "spec": _pod_spec(pool, ctx, args, serves_http=True, labels=labels)},
         },
@@ -272,7 +281,7 @@ def leader_worker_set(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
             "replicas": pool.replicas,
             "startupPolicy": "LeaderCreated",
             "rolloutStrategy": {"type": "RollingUpdate",
-                                "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 1}},
+                                "rollingUpdateConfiguration": rolling_update(pool)},
             "leaderWorkerTemplate": {
                 "size": n,
                 "restartPolicy": "RecreateGroupOnPodRestart",

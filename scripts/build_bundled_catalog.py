@@ -1,6 +1,7 @@
 """Build the bundled catalog in sizing/data/ from the project's reference material.
 
-The only writer of sizing/data/{gpus,instances,prices,offerings,models,api_prices,platform_prices}.csv.
+The only writer of sizing/data/{gpus,instances,prices,offerings,models,api_prices,platform_prices}.csv
+and infra/data/efa_network_cards.csv.
 Inputs: ../shared/reference/*.csv (on-demand prices: us-east-1 from aws_gpu_instances.csv, every
 other region from aws_gpu_on_demand_by_region.csv, checked to agree on us-east-1; each row keeps its `source` and
 `as_of`) and moto's per-AZ-ID instance type offerings (public AWS data moto ships; used for which AZs offer a type).
@@ -14,6 +15,7 @@ import argparse
 import csv
 import gzip
 import json
+import re
 import sys
 from datetime import date
 from pathlib import Path
@@ -71,6 +73,22 @@ def regional_on_demand(ref: Path, rows: list[dict[str, str]]) -> list[dict[str, 
     return out
 
 
+CAPACITY_BLOCK_ITEM = re.compile(r"^EC2 Capacity Block (?P<type>[a-z0-9-]+\.[a-z0-9]+)")
+
+
+def capacity_block_rates(ref: Path, types: set[str]) -> list[dict[str, object]]:
+    """Capacity Block USD per instance-hour from storage_and_misc.csv's "EC2 Capacity Block <type>" rows,
+    with the row's date and notes (the one bundled rate is marked STALE there: blocks are re-priced often;
+    `llmcap catalog refresh` reads DescribeCapacityBlockOfferings)."""
+    out: list[dict[str, object]] = []
+    for r in _read(ref / "storage_and_misc.csv"):
+        m = CAPACITY_BLOCK_ITEM.match(r["item"])
+        if m and m["type"] in types:
+            out.append({"instance_type": m["type"], "region": r["region"], "purchase": "capacity-block",
+                        "usd_per_hour": r["usd"], "source": r["source"], "as_of": r["as_of"]})
+    return out
+
+
 def build_instances_and_prices(ref: Path) -> list[str]:
     rows = _read(ref / "aws_gpu_instances.csv")
     inst, prices = [], []
@@ -91,6 +109,14 @@ def build_instances_and_prices(ref: Path) -> list[str]:
                 "usd_per_hour": r["on_demand_usd_hr_us_east_1"], "source": r["price_source"],
                 "as_of": r["on_demand_as_of"],
             })
+        if r["ri_1yr_std_noupfront_usd_hr_us_east_1"]:
+            # vantage's yrTerm1Standard.noUpfront (reference README: "aws_gpu_instances.csv")
+            prices.append({
+                "instance_type": r["instance_type"], "region": "us-east-1", "purchase": "reserved-1yr",
+                "usd_per_hour": r["ri_1yr_std_noupfront_usd_hr_us_east_1"],
+                "source": r["price_source"] + " (1-year standard reserved, no upfront)",
+                "as_of": r["on_demand_as_of"],
+            })
         if r["skypilot_spot_min_usd_hr_us_east_1"]:
             prices.append({
                 "instance_type": r["instance_type"], "region": "us-east-1", "purchase": "spot",
@@ -102,6 +128,7 @@ def build_instances_and_prices(ref: Path) -> list[str]:
         "instance_type", "family", "gpu", "gpu_count", "gpu_memory_gib_each", "vcpus", "memory_gib",
         "local_nvme_gb", "network_gbps", "efa", "gpu_interconnect", "gpu_interconnect_raw",
         "usage_classes", "source", "as_of", "notes"], inst)
+    prices += capacity_block_rates(ref, {r["instance_type"] for r in rows})
     prices += regional_on_demand(ref, rows)
     _write("prices.csv", ["instance_type", "region", "purchase", "usd_per_hour", "source", "as_of"], prices)
     return [r["instance_type"] for r in rows]
@@ -129,6 +156,34 @@ def build_offerings(types: list[str]) -> None:
     _write("offerings.csv", ["instance_type", "region", "availability_zone_id", "source", "as_of"], rows)
 
 
+def build_efa_network_cards(types: list[str]) -> None:
+    """infra/data/efa_network_cards.csv: per EFA instance type, its network cards (one EFA interface
+    each, `MaximumNetworkCards`, and `EfaInfo.MaximumEfaInterfaces`) from moto's copy of
+    DescribeInstanceTypes; infra/efa.py renders the launch template's interfaces from it."""
+    import moto  # dev dependency; only this offline script reads its data
+
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path) as fh:
+        info = json.load(fh)
+    rows = []
+    for t in types:
+        net = info.get(t, {}).get("NetworkInfo", {})
+        if net.get("EfaSupported"):
+            rows.append({"instance_type": t, "network_cards": net.get("MaximumNetworkCards", 1),
+                         "max_efa_interfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 1),
+                         "source": f"moto {moto.__version__} ec2/resources/instance_types.json.gz "
+                                   "(DescribeInstanceTypes NetworkInfo.MaximumNetworkCards, "
+                                   "EfaInfo.MaximumEfaInterfaces)",
+                         "as_of": f"moto {moto.__version__} (PyPI 2026-10)"})
+    out = ROOT / "infra" / "data" / "efa_network_cards.csv"
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["instance_type", "network_cards", "max_efa_interfaces", "source", "as_of"],
+                           lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote infra/data/efa_network_cards.csv: {len(rows)} rows")
+
+
 def copy_as_is(ref: Path, src: str, dst: str) -> None:
     rows = _read(ref / src)
     _write(dst, list(rows[0].keys()), rows)
@@ -142,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     build_gpus(args.reference)
     types = build_instances_and_prices(args.reference)
     build_offerings(types)
+    build_efa_network_cards(types)
     copy_as_is(args.reference, "models.csv", "models.csv")
     copy_as_is(args.reference, "api_prices.csv", "api_prices.csv")
     copy_as_is(args.reference, "storage_and_misc.csv", "platform_prices.csv")

@@ -109,8 +109,15 @@ class Pool(_M):
     instances_max: int
     replicas_max: int
     precision: str
-    purchase: str  # on-demand | spot
+    purchase: str  # on-demand | spot | reservation (an ODCR) | capacity-block
     usd_per_instance_hour: float
+    # the rate usd_per_instance_hour is (a prices.csv purchase kind, e.g. savings-plan-1yr for
+    # commitment-discounted on-demand instances, or "stack" for a capacity-block rate the stack gave)
+    rate_basis: str = ""
+    # the llmcap:hardware.capacity entry the pool runs on (purchase reservation | capacity-block)
+    capacity_reservation_id: str | None = None
+    availability_zone_id: str | None = None  # the reservation's AZ: the node group's only subnets
+    capacity_ends: str | None = None  # ISO date the reservation ends; after it the pool has no capacity
     usd_per_hour: float  # desired instances
     demand_share: float = 1.0  # share of the demand this pool serves
     local_nvme_gb: int = 0
@@ -156,6 +163,18 @@ class CostLine(_M):
     unit: str
     usd_per_month: float | None
     source: str = ""
+
+
+class PurchaseOption(_M):
+    """The planned fleet (desired instances) priced under one purchase option, side by side.
+    usd None = no rate for some instance type in the catalog (`note` says which and how to get it)."""
+
+    option: str  # on-demand | spot | reserved-1yr | reserved-3yr | savings-plan-1yr | savings-plan-3yr | ...
+    usd_per_month: float | None  # GPU instances only, 730 h
+    usd_per_million_output_tokens: float | None  # GPU only, at planned load
+    source: str = ""
+    as_of: str = ""
+    note: str = ""
 
 
 class ApiComparison(_M):
@@ -249,6 +268,7 @@ class Plan(_M):
     totals: Totals
     cost_lines: list[CostLine] = Field(default_factory=list)
     api_comparison: list[ApiComparison] = Field(default_factory=list)
+    purchase_options: list[PurchaseOption] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)
     engines: list[EngineChoice] = Field(default_factory=list)  # one per allowed engine when several are allowed
     rejections: list[Rejection] = Field(default_factory=list)

@@ -7,6 +7,7 @@ Units are in the field names: tokens, ms, requests/s. Every default lives here, 
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,6 +17,10 @@ PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4-awq", "int4-
 KvCacheDtype = Literal["auto", "fp8"]
 Strategy = Literal["auto", "scale-up", "scale-out", "mixed"]
 Purchase = Literal["on-demand", "spot", "mixed"]
+# the rate the on-demand instances beyond any reservation are paid at (a billing discount: the node
+# group still launches on-demand capacity); sizing/planning/purchase.py prices each from prices.csv
+Commitment = Literal["none", "reserved-1yr", "reserved-3yr", "savings-plan-1yr", "savings-plan-3yr"]
+CapacityKind = Literal["reservation", "capacity-block"]
 Engine = Literal["vllm", "sglang", "tensorrt-llm"]
 
 # llmcap:workload.weights_source: a Hugging Face id (org/name), or an s3:// URI whose bucket follows
@@ -274,6 +279,48 @@ class WorkloadSpec(_Strict):
         return self.traffic.tokens_per_s_per_user or 1000.0 / self.slo.itl_p95_ms
 
 
+# EC2 ids: an On-Demand Capacity Reservation and a Capacity Block are both capacity reservations,
+# "cr-" + 17 hex digits (EC2 API Reference, CapacityReservation.CapacityReservationId); a reservation may
+# also be targeted through a resource group (CapacityReservationTarget.CapacityReservationResourceGroupArn)
+CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
+RESOURCE_GROUP_ARN = re.compile(r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[A-Za-z0-9_.-]{1,128}$")
+AZ_ID = re.compile(r"^[a-z]{2,4}\d-az\d{1,2}$")
+
+
+class CapacityReservation(_Strict):
+    """One entry of `llmcap:hardware.capacity`: GPUs held for the stack (an ODCR or a Capacity Block).
+    The planner puts the matching pool's instances on it first (up to `count`) and the rest on
+    `purchase`/`commitment`; the program targets it from the node group's launch template."""
+
+    kind: CapacityKind = Field(description="reservation (On-Demand Capacity Reservation) or capacity-block")
+    id: str = Field(description="cr-... id, or (reservation only) a resource-group ARN of reservations")
+    instance_type: str = Field(min_length=1, max_length=64)
+    count: int = Field(gt=0, le=10_000, description="instances the reservation holds")
+    availability_zone_id: str = Field(description="AZ ID the reservation is in, e.g. use1-az6 (aws ec2 "
+                                                  "describe-capacity-reservations: AvailabilityZoneId)")
+    start: date | None = Field(default=None, description="capacity-block: first day (UTC)")
+    end: date | None = Field(default=None, description="when it ends (UTC); required for a capacity-block")
+    usd_per_hour: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False,
+                                       description="capacity-block: the per-instance-hour rate you paid; "
+                                                   "default the catalog's capacity-block rate")
+
+    @model_validator(mode="after")
+    def _shape(self) -> CapacityReservation:
+        if not CAPACITY_RESERVATION_ID.match(self.id) and not (
+                self.kind == "reservation" and RESOURCE_GROUP_ARN.match(self.id)):
+            what = "a cr-... id" + (" or a resource-group ARN" if self.kind == "reservation" else "")
+            raise ValueError(f"id {self.id[:80]!r} is not {what}")
+        if not AZ_ID.match(self.availability_zone_id):
+            raise ValueError(f"availability_zone_id {self.availability_zone_id[:40]!r} is not an AZ ID such as "
+                             "use1-az6")
+        if self.kind == "capacity-block" and (self.start is None or self.end is None):
+            raise ValueError("a capacity-block needs its start and end dates (aws ec2 describe-capacity-reservations "
+                             "--capacity-reservation-ids ID: StartDate, EndDate)")
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValueError(f"end {self.end} is not after start {self.start}")
+        return self
+
+
 class HardwareSpec(_Strict):
     """Stack config key `llmcap:hardware`."""
 
@@ -286,6 +333,23 @@ class HardwareSpec(_Strict):
                                         description="node-group max = desired × (1 + headroom), rounded up")
     spot_on_demand_floor: float = Field(default=0.5, ge=0, le=1, allow_inf_nan=False,
                                         description="with purchase=mixed: share of replicas kept on-demand")
+    capacity: list[CapacityReservation] = Field(
+        default_factory=list, max_length=20,
+        description="reservations and Capacity Blocks the pools use first, one per instance type")
+    commitment: Commitment = Field(default="none", description="the rate on-demand instances are paid at "
+                                                               "(Savings Plan or reserved), beyond any reservation")
+
+    @model_validator(mode="after")
+    def _capacity(self) -> HardwareSpec:
+        types = [c.instance_type for c in self.capacity]
+        if len(set(types)) != len(types):
+            raise ValueError("capacity: one reservation per instance type")
+        if self.capacity and self.purchase == "mixed":
+            raise ValueError("capacity: a reservation with purchase: mixed is not supported; use on-demand or spot "
+                             "for the instances beyond the reservation")
+        if self.commitment != "none" and self.purchase != "on-demand":
+            raise ValueError(f"commitment {self.commitment} discounts on-demand instances; set purchase: on-demand")
+        return self
 
     @field_validator("gpus", "instance_types")
     @classmethod

@@ -131,6 +131,10 @@ def _plan_without_dates(stack_file: Path, catalog: Catalog) -> dict[str, Any]:
 
     d = plan_stack(load_stack(stack_file), catalog, goodput_scale=None).model_dump()
     d.pop("assumptions")  # as_of lines: the refreshed catalog is dated today by design
+    # purchase options carry each rate's source and date (today's for refreshed rows) and moto's fixed spot
+    # price: the round trip compares the on-demand figure
+    d["purchase_options"] = [(o["option"], o["usd_per_month"]) for o in d["purchase_options"]
+                             if o["option"] == "on-demand"]
     return d
 
 
@@ -170,3 +174,12 @@ def test_interconnect_of_a_type_the_catalog_does_not_know_is_derived_from_gpus_c
         {"p5.48xlarge": "nvlink", "p5.4xlarge": "pcie", "g6.12xlarge": "pcie"}
     assert all(r and r["gpu_interconnect_raw"].startswith("derived:") for r in got.values())
     assert instance_row(data["m7i.large"], cat, {}, "s", "d") is None  # no GPU
+
+
+def test_refresh_keeps_the_purchase_kinds_it_does_not_fetch(refreshed: dict[str, Any]) -> None:
+    """A refresh replaces a region's on-demand and spot rows; its reserved and Capacity Block rows
+    (bundled from the reference, or fetched another way) stay, with their own source and date (issue 28)."""
+    kinds = ("reserved-1yr", "capacity-block")
+    want = [r for r in _rows(BUNDLED_DIR / "prices.csv") if r["region"] == REGION and r["purchase"] in kinds]
+    got = [r for r in _rows(refreshed["dir"] / "prices.csv") if r["region"] == REGION and r["purchase"] in kinds]
+    assert want and sorted(map(str, got)) == sorted(map(str, want))

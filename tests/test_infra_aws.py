@@ -48,10 +48,15 @@ def test_gpu_node_groups_equal_the_plan(bundled: RenderResult) -> None:
     for pool in bundled.plan.pools:
         ng = h.one(bundled, h.NODE_GROUP, h.gpu_node_group_name(bundled, pool.name))
         i = ng.inputs
-        assert i["instanceTypes"] == [pool.instance_type], ng.name
+        if pool.purchase == "capacity-block":  # the launch template names it (EKS Capacity Block node groups)
+            lt = h.one(bundled, "aws:ec2/launchTemplate:LaunchTemplate", f"{ng.name}-lt")
+            assert "instanceTypes" not in i and lt.inputs["instanceType"] == pool.instance_type, ng.name
+        else:
+            assert i["instanceTypes"] == [pool.instance_type], ng.name
         assert i["scalingConfig"] == {"minSize": pool.instances_min, "desiredSize": pool.instances_desired,
                                       "maxSize": pool.instances_max}, ng.name
-        assert i["capacityType"] == {"on-demand": "ON_DEMAND", "spot": "SPOT"}[pool.purchase], ng.name
+        assert i["capacityType"] == {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK",
+                                     "reservation": "ON_DEMAND"}[pool.purchase], ng.name
         assert i["amiType"] == load_platform(bundled.stack.deployment).ami_type_gpu, ng.name
         assert "NVIDIA" in i["amiType"], ng.name
 

@@ -196,11 +196,10 @@ def test_dependencies_stay_as_they_were() -> None:
     assert got == DEV_WAITS
 
 
-PURE = ("autoscaling", "compose", "fit", "fit_rules", "fit_rules_platform", "image_lock", "k8s_common", "manifests",
-        "names", "oci_registry",
-        "netpol", "observability", "platform", "registry", "router", "serving", "settings", "vllm_args",
-        "weights", "az_choice", "exports", "app_objects", "serving_context", "engines", "sglang_args",
-        "flows", "smoke")
+PURE = ("autoscaling", "compose", "efa", "fit", "fit_rules", "fit_rules_capacity", "fit_rules_platform", "image_lock",
+        "k8s_common", "manifests", "names", "oci_registry", "netpol", "observability", "platform", "registry", "router",
+        "serving", "settings", "vllm_args", "weights", "az_choice", "exports", "app_objects", "serving_context",
+        "engines", "sglang_args", "flows", "smoke")
 
 
 def test_pure_builders_import_no_pulumi() -> None:

@@ -63,7 +63,10 @@ def test_serving_workloads_follow_the_plan(stack_id: str) -> None:
         if kind == "LeaderWorkerSet":
             assert w["spec"]["leaderWorkerTemplate"]["size"] == pool.nodes_per_replica, where
         else:
-            assert w["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}, where
+            # a pool on a reservation has no node for a surge replica: one at a time, its spare covers it
+            want = {"maxUnavailable": 1, "maxSurge": 0} if pool.capacity_reservation_id else \
+                {"maxUnavailable": 0, "maxSurge": 1}
+            assert w["spec"]["strategy"]["rollingUpdate"] == want, where
         gpus_per_pod = pool.tensor_parallel * pool.pipeline_parallel // pool.nodes_per_replica
         for role, spec, serves_http in _pod_specs(w):
             c = spec["containers"][0]

@@ -30,6 +30,7 @@ def _plan(path: Path, columns: int, *args: str) -> str:
 
 def _ugly(text: str) -> list[str]:
     text = re.sub(r"\S*(/|@)\S*", "", text)  # ids, URLs and model names may carry digits
+    text = re.sub(r"\bcr-[0-9a-f]{8,17}\b", "", text)  # EC2 capacity reservation ids too
     return [f"{why}: {m.group(0)!r}" for rx, why in UGLY for m in rx.finditer(text)]
 
 

@@ -47,9 +47,10 @@ from sizing.stack import DEFAULT_REGION
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
-    from sizing.plan import Plan
+    from sizing.plan import Plan, Pool
 
 ENDPOINT_ENV = "LLMCAP_AWS_ENDPOINT_URL"
+REFRESHED_PURCHASES = ("on-demand", "spot")  # the prices.csv purchase kinds `_fetch_region` always writes
 PRICING_REGION = "us-east-1"  # the Pricing API lives in us-east-1 (also eu-central-1, ap-south-1)
 SPOT_PRODUCT = "Linux/UNIX"
 ACCESS_DENIED_CODES = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthFailure",
@@ -110,6 +111,9 @@ class AwsClients:
 
     def quotas(self, region: str) -> Any:
         return self.client("service-quotas", region)
+
+    def savingsplans(self) -> Any:
+        return self.client("savingsplans", PRICING_REGION)  # a global service with its endpoint in us-east-1
 
 
 def default_region() -> str:
@@ -366,6 +370,82 @@ def fetch_spot_prices(ec2: Any, instance_types: list[str], region: str, now: dat
     return out
 
 
+# Compute Savings Plans, No Upfront: the plan length in seconds (SavingsPlanOffering.durationSeconds)
+# -> the prices.csv purchase kind
+SAVINGS_PLAN_KINDS = {31_536_000: "savings-plan-1yr", 94_608_000: "savings-plan-3yr"}
+SAVINGS_PLAN_SOURCE = ("AWS Savings Plans DescribeSavingsPlansOfferingRates (Compute, No Upfront; Linux/UNIX, shared "
+                       "tenancy, RunInstances BoxUsage)")
+
+
+def fetch_savings_plan_rates(sp: Any, instance_types: list[str], region: str) -> dict[tuple[str, str], float]:
+    """(instance type, savings-plan-1yr | savings-plan-3yr) -> USD per instance-hour under a Compute
+    Savings Plan with no upfront payment in `region`. A result without a readable rate is an AwsDataError."""
+    out: dict[tuple[str, str], float] = {}
+    for chunk in _chunks(instance_types, 100):
+        token: str | None = None
+        while True:
+            kw: dict[str, Any] = {"nextToken": token} if token else {}
+            page = sp.describe_savings_plans_offering_rates(
+                savingsPlanTypes=["Compute"], savingsPlanPaymentOptions=["No Upfront"], products=["EC2"],
+                serviceCodes=["AmazonEC2"], operations=["RunInstances"], maxResults=1000,
+                filters=[{"name": "region", "values": [region]}, {"name": "instanceType", "values": chunk},
+                         {"name": "tenancy", "values": ["shared"]},
+                         {"name": "productDescription", "values": ["Linux/UNIX"]}], **kw)
+            for r in page.get("searchResults", []):
+                kind = SAVINGS_PLAN_KINDS.get(int(r.get("savingsPlanOffering", {}).get("durationSeconds", 0)))
+                props = {p.get("name"): p.get("value") for p in r.get("properties", [])}
+                t = props.get("instanceType")
+                if kind is None or t not in chunk or "BoxUsage" not in r.get("usageType", ""):
+                    continue
+                try:
+                    usd = float(r["rate"])
+                    if not math.isfinite(usd) or usd <= 0:
+                        raise ValueError(r["rate"])
+                except (KeyError, ValueError, TypeError) as e:
+                    raise AwsDataError(f"AWS Savings Plans DescribeSavingsPlansOfferingRates ({region}): the {kind} "
+                                       f"rate of {t} is unreadable ({e.__class__.__name__}: {str(e)[:60]})") from None
+                out[(str(t), kind)] = usd
+            token = page.get("nextToken")
+            if not token:
+                break
+    return out
+
+
+CAPACITY_BLOCK_HOURS = 24  # the shortest Capacity Block length (CapacityDurationHours), priced per instance-hour
+
+
+def fetch_capacity_block_rates(ec2: Any, instance_types: list[str], region: str) -> dict[str, tuple[float, str]]:
+    """instance type -> (USD per instance-hour of its cheapest one-instance, 24-hour Capacity Block
+    offering = UpfrontFee ÷ (InstanceCount × CapacityBlockDurationHours), what it was: AZ and start).
+    A type with no offering now is left out; an offering without a readable fee is an AwsDataError."""
+    out: dict[str, tuple[float, str]] = {}
+    for t in instance_types:
+        token: str | None = None
+        while True:
+            kw: dict[str, Any] = {"NextToken": token} if token else {}
+            page = ec2.describe_capacity_block_offerings(InstanceType=t, InstanceCount=1,
+                                                         CapacityDurationHours=CAPACITY_BLOCK_HOURS, **kw)
+            for o in page.get("CapacityBlockOfferings", []):
+                try:
+                    if o.get("CurrencyCode", "USD") != "USD":
+                        raise ValueError(f"currency {o.get('CurrencyCode')}")
+                    usd = float(o["UpfrontFee"]) / (int(o["InstanceCount"]) * int(o["CapacityBlockDurationHours"]))
+                    if not math.isfinite(usd) or usd <= 0:
+                        raise ValueError(o["UpfrontFee"])
+                except (KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+                    raise AwsDataError(f"AWS EC2 DescribeCapacityBlockOfferings ({region}): an offering of {t} has no "
+                                       f"usable UpfrontFee ({e.__class__.__name__}: {str(e)[:60]})") from None
+                start = o.get("StartDate")
+                what = f"{o.get('AvailabilityZone', '?')}, starting {start:%Y-%m-%d}" if isinstance(start, datetime) \
+                    else str(o.get("AvailabilityZone", "?"))
+                if t not in out or usd < out[t][0]:
+                    out[t] = (usd, what)
+            token = page.get("NextToken")
+            if not token:
+                break
+    return out
+
+
 # --- catalog refresh ------------------------------------------------------------------------
 @dataclass
 class RefreshResult:
@@ -409,7 +489,8 @@ def _existing(out_dir: Path, name: str) -> list[dict[str, str]]:
 
 def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dict[str, dict[str, str]],
                   as_of: str, now: datetime, inst_rows: dict[str, dict[str, str]], skipped: set[str],
-                  unpriced: list[str]) -> _RegionAnswer:
+                  unpriced: list[str], savings_plans: bool = False,
+                  capacity_blocks: tuple[str, ...] = ()) -> _RegionAnswer:
     """Everything AWS says about one region, parsed; any unreadable item is an AwsDataError."""
     ans = _RegionAnswer()
     ec2 = clients.ec2(region)
@@ -442,6 +523,18 @@ def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dic
             ans.prices.append({"instance_type": t, "region": region, "purchase": "on-demand",
                                "usd_per_hour": repr(usd), "as_of": as_of,
                                "source": "AWS Pricing API GetProducts (AmazonEC2; Linux, Shared, NA, Used)"})
+        if savings_plans:
+            step = "DescribeSavingsPlansOfferingRates"
+            for (t, kind), usd in sorted(fetch_savings_plan_rates(clients.savingsplans(), ans.types, region).items()):
+                ans.prices.append({"instance_type": t, "region": region, "purchase": kind, "usd_per_hour": repr(usd),
+                                   "as_of": as_of, "source": SAVINGS_PLAN_SOURCE})
+        if capacity_blocks:
+            step = "DescribeCapacityBlockOfferings"
+            for t, (usd, what) in sorted(fetch_capacity_block_rates(ec2, list(capacity_blocks), region).items()):
+                ans.prices.append({"instance_type": t, "region": region, "purchase": "capacity-block",
+                                   "usd_per_hour": repr(usd), "as_of": as_of,
+                                   "source": f"AWS EC2 DescribeCapacityBlockOfferings (cheapest 1-instance "
+                                             f"{CAPACITY_BLOCK_HOURS} h block: UpfrontFee ÷ instance-hours; {what})"})
         step = "DescribeSpotPriceHistory"
         start = now - timedelta(days=SPOT_WINDOW_DAYS)
         window = f"{start:%Y-%m-%dT%H:%MZ}/{now:%Y-%m-%dT%H:%MZ}"
@@ -488,7 +581,8 @@ def _shrink_problems(region: str, ans: _RegionAnswer, out: Path) -> list[str]:
 
 def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClients, catalog: Catalog,
                     today: date | None = None, allow_shrink: bool = False,
-                    now: datetime | None = None) -> RefreshResult:
+                    now: datetime | None = None, savings_plans: bool = False,
+                    capacity_blocks: tuple[str, ...] = ()) -> RefreshResult:
     """Write a new generation of instances.csv, prices.csv, offerings.csv and spot_prices.csv for
     `regions` and point `out_dir` at it atomically.
 
@@ -496,7 +590,9 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     readable data and (unless `allow_shrink`) with at least SHRINK_FLOOR of the rows the cache has
     for it. Rows of other regions (and instance types not seen live) are kept from the table being
     replaced, with their own source and as_of. Kept GPU types: those whose GPU is in gpus.csv or
-    that the catalog already lists; others are reported as skipped."""
+    that the catalog already lists; others are reported as skipped. `savings_plans`: also the 1- and
+    3-year Compute Savings Plan rates (savingsplans:DescribeSavingsPlansOfferingRates, a separate permission).
+    `capacity_blocks`: instance types whose Capacity Block rate to read (DescribeCapacityBlockOfferings)."""
     out = out_dir or USER_CACHE_DIR
     now = now or datetime.now(UTC)
     as_of = (today or now.date()).isoformat()
@@ -506,7 +602,8 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     known = {r["instance_type"]: r for r in _existing(out, "instances.csv")}
     answers: dict[str, _RegionAnswer] = {}
     for region in regions:
-        ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced)
+        ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced, savings_plans,
+                            tuple(capacity_blocks))
         shrink = _shrink_problems(region, ans, out)
         if shrink and not allow_shrink:
             raise AwsDataError(
@@ -521,7 +618,12 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     spot_rows = [r for a in answers.values() for r in a.spot_azs]
     all_offers = [r for r in _existing(out, "offerings.csv") if r["region"] not in refreshed] + offer_rows
     all_offers.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone_id"]))
-    all_prices = [r for r in _existing(out, "prices.csv") if r["region"] not in refreshed] + price_rows
+    # a refreshed region's on-demand and spot rows are replaced; the purchase kinds a refresh does not
+    # fetch (reserved, Savings Plan, Capacity Block rows) are kept with their own source and date
+    fetched = REFRESHED_PURCHASES + (tuple(SAVINGS_PLAN_KINDS.values()) if savings_plans else ())
+    all_prices = [r for r in _existing(out, "prices.csv")
+                  if r["region"] not in refreshed or (r["purchase"] not in fetched and not (
+                      r["purchase"] == "capacity-block" and r["instance_type"] in capacity_blocks))] + price_rows
     all_spot = [r for r in _existing(out, "spot_prices.csv") if r["region"] not in refreshed] + spot_rows
     all_spot.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone"]))
     gen = write_generation(out, {"instances.csv": (INSTANCE_FIELDS, all_inst),
@@ -655,10 +757,10 @@ def increase_command(code: str, desired: int, region: str) -> str:
 # --- preflight ------------------------------------------------------------------------------
 @dataclass
 class Check:
-    check: str  # "offered" | "quota"
+    check: str  # "offered" | "capacity" | "quota"
     instance_type: str
     offered_azs: list[str]
-    status: str  # pass | fail | unknown
+    status: str  # pass | fail | unknown | info (a note, not a failure)
     detail: str
     quota_name: str | None = None
     quota_code: str | None = None
@@ -674,7 +776,7 @@ class PreflightReport:
 
     @property
     def ok(self) -> bool:
-        return all(c.status == "pass" for c in self.checks)
+        return all(c.status in ("pass", "info") for c in self.checks)
 
     def to_json(self) -> dict[str, Any]:
         return {"region": self.region, "checks": [c.__dict__ for c in self.checks], "ok": self.ok}
@@ -689,11 +791,89 @@ def _offered_check(instance_type: str, azs: list[str], region: str, catalog: Cat
     return Check("offered", instance_type, [], "fail", f"{instance_type} is not offered in {region}{where}")
 
 
+# states in which a reservation holds or will hold capacity (EC2 API Reference, CapacityReservation.State:
+# active | expired | cancelled | pending | failed | scheduled | payment-pending | payment-failed | ...)
+USABLE_RESERVATION_STATES = ("active", "scheduled")
+
+
+def _reservation_check(p: Pool, found: dict[str, Any] | None, now: datetime) -> Check:
+    """One pool on a reservation or Capacity Block against what DescribeCapacityReservations says:
+    exists, active or scheduled, same instance type, same AZ, enough instances, time left. One line."""
+    rid = p.capacity_reservation_id or ""
+    name = "capacity block" if p.purchase == "capacity-block" else "capacity reservation"
+
+    def fail(why: str) -> Check:
+        return Check("capacity", p.instance_type, [], "fail", f"{p.name}: {name} {rid} {why}")
+
+    if found is None:
+        return fail(f"not found in {p.availability_zone_id} (aws ec2 describe-capacity-reservations "
+                    f"--capacity-reservation-ids {rid}); check the id and the region")
+    state = str(found.get("State", "unknown"))
+    end = found.get("EndDate")
+    if state not in USABLE_RESERVATION_STATES:
+        ended = f" (ended {end:%Y-%m-%d})" if isinstance(end, datetime) else ""
+        return fail(f"is {state}{ended}: the pool would get no capacity; reserve again and update "
+                    "llmcap:hardware.capacity")
+    if found.get("InstanceType") != p.instance_type:
+        return fail(f"holds {found.get('InstanceType')}, the pool runs {p.instance_type}")
+    az = found.get("AvailabilityZoneId")
+    if az != p.availability_zone_id:
+        return fail(f"is in {az}, the stack says {p.availability_zone_id}: the node group's subnets would be in "
+                    "the wrong AZ; set availability_zone_id to the reservation's")
+    held = int(found.get("TotalInstanceCount", 0))
+    if held < p.instances_max:
+        return fail(f"holds {held} × {p.instance_type}, the pool needs {p.instances_max}; re-plan with its count")
+    left = ""
+    if isinstance(end, datetime):
+        days = (end - now).total_seconds() / 86400
+        if days <= 0:
+            return fail(f"ended {end:%Y-%m-%d}: the pool would get no capacity")
+        left = f", {days:.1f} days left (ends {end:%Y-%m-%d})"
+    return Check("capacity", p.instance_type, [str(az)], "pass",
+                 f"{p.name}: {name} {rid} {state}, {held} × {p.instance_type} in {az}{left}")
+
+
+def _no_reservation_check(p: Pool, region: str) -> Check:
+    """A GPU pool on plain on-demand: capacity is not guaranteed; how to reserve it (one line)."""
+    return Check("capacity", p.instance_type, [], "info",
+                 f"{p.name}: on-demand {p.instance_type} capacity is not guaranteed (no reservation in "
+                 "llmcap:hardware.capacity); to hold it: aws ec2 describe-capacity-block-offerings "
+                 f"--instance-type {p.instance_type} --instance-count {p.instances_max} --capacity-duration-hours 24 "
+                 f"--region {region}, then aws ec2 purchase-capacity-block --capacity-block-offering-id <id> "
+                 "--instance-platform Linux/UNIX")
+
+
+def capacity_checks(ec2: Any, plan: Plan, region: str, now: datetime | None = None) -> list[Check]:
+    """Each pool's reservation or Capacity Block (DescribeCapacityReservations), and one line per
+    on-demand pool without one."""
+    now = now or datetime.now(UTC)
+    ids = sorted({p.capacity_reservation_id for p in plan.pools
+                  if p.capacity_reservation_id and p.capacity_reservation_id.startswith("cr-")})
+    found: dict[str, Any] = {}
+    for rid in ids:  # one call per id: an unknown id fails the whole call (InvalidCapacityReservationId.NotFound)
+        try:
+            for r in ec2.describe_capacity_reservations(CapacityReservationIds=[rid]).get("CapacityReservations", []):
+                found[r["CapacityReservationId"]] = r
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code", "") in ACCESS_DENIED_CODES:
+                raise
+    out = []
+    for p in plan.pools:
+        if p.capacity_reservation_id:
+            if p.capacity_reservation_id.startswith("cr-"):
+                out.append(_reservation_check(p, found.get(p.capacity_reservation_id), now))
+        elif p.purchase == "on-demand":
+            out.append(_no_reservation_check(p, region))
+    return out
+
+
 def run_preflight(plan: Plan, region: str, clients: AwsClients, catalog: Catalog) -> PreflightReport:
-    """Offerings per pool (live) and vCPU quotas at the plan's maximum scale, summed per quota."""
+    """Offerings per pool (live), each reservation or Capacity Block, and vCPU quotas at the plan's
+    maximum scale, summed per quota."""
     types = sorted({p.instance_type for p in plan.pools})
     offered = fetch_offerings(clients.ec2(region), types)
     checks = [_offered_check(t, offered.get(t, []), region, catalog) for t in types]
+    checks += capacity_checks(clients.ec2(region), plan, region)
     need: dict[str, int] = {}
     users: dict[str, list[str]] = {}
     types_by_quota: dict[str, set[str]] = {}
@@ -701,7 +881,10 @@ def run_preflight(plan: Plan, region: str, clients: AwsClients, catalog: Catalog
     families = quota_families(catalog)
     for p in plan.pools:
         inst = catalog.instance(p.instance_type)
-        name = quota_name_for(inst.family, p.purchase, families)
+        if p.purchase == "capacity-block":  # the block's own instances; its check is above
+            continue
+        # an ODCR's instances are on-demand instances and count toward the On-Demand vCPU quota
+        name = quota_name_for(inst.family, "on-demand" if p.purchase == "reservation" else p.purchase, families)
         if name is None:
             missing_family.append(Check("quota", p.instance_type, [], "unknown",
                                         f"no vCPU quota known for family {inst.family} ({p.purchase}); "
@@ -752,6 +935,6 @@ def preflight_warnings(plan: Plan, region: str | None = None, clients: AwsClient
         return [f"preflight skipped: {e.problems[0]}"]
     lines = []
     for c in report.checks:
-        if c.status != "pass":
+        if c.status not in ("pass", "info"):  # `llmcap preflight` prints the notes
             lines.append(f"preflight {c.check} {c.status}: {c.detail}" + (f"; fix: {c.fix}" if c.fix else ""))
     return lines

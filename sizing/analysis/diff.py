@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sizing.errors import LlmcapError, SpecError
 from sizing.plan import CostLine, Plan
+from sizing.planning.capacity import ends_line
 
 DIFF_SCHEMA_VERSION = 1
 Status = Literal["added", "removed", "modified", "unchanged", "renamed"]
@@ -77,6 +78,7 @@ class Side(_M):
     cheapest_api: ApiPick | None = None
     cost_lines: list[CostLine] = Field(default_factory=list)
     resources: list[CostLine] = Field(default_factory=list)  # priced from --preview-json, when given
+    capacity_ends: list[str] = Field(default_factory=list)  # one line per pool on a reservation that ends
 
 
 class StackDiff(_M):
@@ -137,6 +139,8 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
                              usd_per_month_same_traffic=api.usd_per_month_same_traffic,
                              ratio_to_self_hosted=api.ratio_to_self_hosted) if api else None,
         cost_lines=list(plan.cost_lines),
+        capacity_ends=[ends_line(p.purchase, p.capacity_reservation_id, p.capacity_ends) for p in plan.pools
+                       if p.capacity_reservation_id and p.capacity_ends],
     )
 
 

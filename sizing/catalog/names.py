@@ -30,5 +30,17 @@ def check_names(stack: Stack, cat: Catalog) -> None:
             cat.instance(t)
         except CatalogLookupError as e:
             problems.append(f"llmcap:hardware.instance_types.{i}: {e.problems[0]}")
+    for i, c in enumerate(stack.hardware.capacity):
+        at = f"llmcap:hardware.capacity.{i}"
+        try:
+            cat.instance(c.instance_type)
+        except CatalogLookupError as e:
+            problems.append(f"{at}.instance_type: {e.problems[0]}")
+            continue
+        azs = cat.offered_azs(c.instance_type, stack.region)
+        if azs and c.availability_zone_id not in azs:
+            problems.append(f"{at}.availability_zone_id: {c.availability_zone_id} does not offer {c.instance_type} in "
+                            f"{stack.region} (catalog offerings: {', '.join(azs)}); use the AvailabilityZoneId that "
+                            "aws ec2 describe-capacity-reservations prints")
     if problems:
         raise SpecError(f"{len(problems)} problem(s)", problems)

@@ -50,7 +50,7 @@ def preflight(
     else:
         _print_report(report)
     if not report.ok:
-        failed = [c for c in report.checks if c.status != "pass"]
+        failed = [c for c in report.checks if c.status not in ("pass", "info")]
         raise CheckFailedError(f"preflight: {len(failed)} check(s) did not pass",
                                [f"preflight {c.check} {c.status}: {c.detail}" for c in failed])
 
@@ -65,6 +65,8 @@ def _print_report(report: PreflightReport) -> None:
         if c.check == "offered":
             where = ", ".join(c.offered_azs) or "not offered"
             t.add_row(c.check, c.instance_type, where, "", c.status)
+        elif c.check == "capacity":
+            t.add_row(c.check, c.instance_type, ", ".join(c.offered_azs) or "-", "", c.status)
         else:
             quota = f"{c.quota_name or '-'} ({c.quota_code or '?'})"
             have = f"{c.quota_vcpus:g}" if c.quota_vcpus is not None else "?"
@@ -88,6 +90,11 @@ def catalog_refresh(
     catalog: Path | None = CatalogOpt,
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help="accept an answer with far fewer instance "
                                       "types, offerings or prices for a region than the cache holds (or none)"),
+    savings_plans: bool = typer.Option(False, "--savings-plans", help="also fetch 1- and 3-year Compute Savings "
+                                       "Plan rates (needs savingsplans:DescribeSavingsPlansOfferingRates)"),
+    capacity_block: list[str] | None = typer.Option(None, "--capacity-block", help="instance type whose Capacity "
+                                                    "Block rate to read (repeatable; DescribeCapacityBlockOfferings, "
+                                                    "cheapest 1-instance 24-hour block)"),
 ) -> None:
     """Refresh instances.csv, prices.csv, offerings.csv and spot_prices.csv from live AWS APIs.
 
@@ -99,7 +106,8 @@ def catalog_refresh(
     cat = load_catalog(catalog)
     with aws_errors():
         regions = list(dict.fromkeys(region or [default_region()]))
-        res = refresh_catalog(regions, out, AwsClients.from_env(), cat, allow_shrink=allow_shrink)
+        res = refresh_catalog(regions, out, AwsClients.from_env(), cat, allow_shrink=allow_shrink,
+                              savings_plans=savings_plans, capacity_blocks=tuple(capacity_block or ()))
     typer.echo(f"wrote {res.out_dir}: {res.instances} GPU instance types, {res.prices} prices, "
                f"{res.offerings} AZ offerings, {res.spot_azs} per-AZ spot medians (7 days) for "
                f"{', '.join(res.regions)}")

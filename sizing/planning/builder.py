@@ -25,6 +25,14 @@ from sizing.perf.weights_mode import weights_mode
 from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
 from sizing.planning.candidates import Evaluated, instances_for, size_replicas, strategy_of
+from sizing.planning.capacity import (
+    capacity_notes,
+    commitment_rate,
+    purchase_options,
+    reservation_for,
+    reservation_rate,
+    reserved_replicas,
+)
 from sizing.planning.demand import Demand
 from sizing.planning.infeasible import worst_reasons
 from sizing.planning.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
@@ -202,6 +210,57 @@ def _model_size_line(cat: Catalog, model: ModelArch) -> str:
     return model_size_line(model, "fp16" if model.torch_dtype == "float16" else "bf16", cat)
 
 
+def _priced_pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,
+                 replicas: int, red: int, warnings: list[str], suffix: str = "") -> Pool:
+    """A pool on `purchase`, on-demand instances paid at the stack's commitment rate."""
+    ev = part.ev
+    t = ev.cand.instance.instance_type
+    if purchase != "on-demand":
+        return _pool(cat, model, stack, demand, part, purchase, replicas, red, ev.usd_per_instance_hour, suffix)
+    rate = commitment_rate(cat, t, stack.region, stack.hardware.commitment, ev.usd_per_instance_hour)
+    if rate.warning:
+        warnings.append(rate.warning)
+    pool = _pool(cat, model, stack, demand, part, purchase, replicas, red, rate.usd_per_hour, suffix)
+    pool.rate_basis = rate.basis if rate.basis != "on-demand" else ""
+    return pool
+
+
+def _reserved_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, red: int,
+                    warnings: list[str]) -> list[Pool]:
+    """The part's replicas on its reservation first (a node group that cannot grow past it), the rest
+    in a second pool on `purchase`."""
+    ev, hw = part.ev, stack.hardware
+    t = ev.cand.instance.instance_type
+    res = reservation_for(hw, t)
+    assert res is not None  # the caller found it
+    held = reserved_replicas(ev, res, part.replicas)
+    if held == 0:
+        warnings.append(f"{res.kind} {res.id}: its {res.count} {t} instances hold no whole replica "
+                        f"({ev.cand.pp} nodes each); the pool runs on {hw.purchase}")
+        return [_priced_pool(cat, model, stack, demand, part, hw.purchase, part.replicas, red, warnings)]
+    rate = reservation_rate(cat, res, stack.region, ev.usd_per_instance_hour)
+    if rate.warning:
+        warnings.append(rate.warning)
+    suffix = "-cb" if res.kind == "capacity-block" else "-odcr"
+    on_res = replace(part, demand_share=part.demand_share * held / part.replicas)
+    pool = _pool(cat, model, stack, demand, on_res, res.kind, held, min(red, held - 1) if held > 1 else 0,
+                 rate.usd_per_hour, suffix)
+    # a reservation holds `count` instances: the node group cannot scale past it
+    inst_max = min(pool.instances_max, res.count)
+    pool = pool.model_copy(update={
+        "instances_max": inst_max,
+        "replicas_max": inst_max // ev.cand.pp if ev.cand.pp > 1 else inst_max * ev.cand.replicas_per_instance,
+        "rate_basis": rate.basis if rate.basis != res.kind else "",
+        "capacity_reservation_id": res.id, "availability_zone_id": res.availability_zone_id,
+        "capacity_ends": res.end.isoformat() if res.end else None})
+    rest = part.replicas - held
+    if rest == 0:
+        return [pool]
+    rest_part = replace(part, demand_share=part.demand_share * rest / part.replicas)
+    return [pool, _priced_pool(cat, model, stack, demand, rest_part, hw.purchase, rest,
+                               max(0, red - pool.redundancy_replicas) if rest > 1 else 0, warnings)]
+
+
 def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, mix: Mix,
                         warnings: list[str]) -> list[Pool]:
     hw = stack.hardware
@@ -212,9 +271,12 @@ def _pools_for_purchase(cat: Catalog, model: ModelArch, stack: Stack, demand: De
         red = (part.replicas - ev.replicas_for_demand if strategy_single else hw.redundancy) if i == 0 else 0
         red = max(0, min(red, part.replicas - 1)) if part.replicas > 1 else 0
         t, region = ev.cand.instance.instance_type, stack.region
+        res = reservation_for(hw, t)
+        if res is not None:  # the reservation first, the rest on purchase
+            pools.extend(_reserved_pools(cat, model, stack, demand, part, red, warnings))
+            continue
         if hw.purchase != "mixed":
-            pools.append(_pool(cat, model, stack, demand, part, hw.purchase, part.replicas, red,
-                               ev.usd_per_instance_hour))
+            pools.append(_priced_pool(cat, model, stack, demand, part, hw.purchase, part.replicas, red, warnings))
             continue
         sp = split(cat, ev, part.replicas, region, hw.spot_on_demand_floor)
         od_replicas, spot_replicas = sp.on_demand_replicas, sp.spot_replicas
@@ -291,6 +353,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
              "(kubernetes.io large-cluster limits): lower the traffic in llmcap:workload.traffic, or split it over "
              "several stacks"])
     warnings.extend(spot_notes(cat, stack.region, [(p.instance_type, p.purchase, p.replicas) for p in pools]))
+    warnings.extend(capacity_notes(hw, [(p.instance_type, p.purchase, p.instances_desired, p.usd_per_instance_hour)
+                                        for p in pools if p.capacity_reservation_id]))
     usd_h = sum(p.usd_per_hour for p in pools)
     usd_h_max = sum(p.instances_max * p.usd_per_instance_hour for p in pools)
     usd_h_min = sum(p.instances_min * p.usd_per_instance_hour for p in pools)
@@ -378,14 +442,24 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
         demand={**demand.as_dict(), "requests_per_s_planned": round(rps, 4),
                 "input_tokens_per_s": round(in_tps, 2)},
         pools=pools, totals=totals, cost_lines=gpu_lines + plat, api_comparison=apis,
+        purchase_options=purchase_options(cat, stack.region, _fleet(pools), out_tps),
         alternatives=_alternatives(best.usd_per_hour, chosen_key, main, others, strategy),
         rejections=main.rejections, warnings=warnings, assumptions=assumptions,
         budget_usd_month=stack.budget_usd_month)
 
 
+def _fleet(pools: list[Pool]) -> dict[str, int]:
+    """Desired instances per instance type over the pools."""
+    out: dict[str, int] = {}
+    for p in pools:
+        out[p.instance_type] = out.get(p.instance_type, 0) + p.instances_desired
+    return out
+
+
 def _gpu_line(p: Pool) -> Any:
     from sizing.plan import CostLine
 
-    return CostLine(name=f"GPU instances ({p.purchase}, {p.instance_type})", quantity=p.instances_desired,
+    how = p.purchase + (f" at the {p.rate_basis} rate" if p.rate_basis else "")
+    return CostLine(name=f"GPU instances ({how}, {p.instance_type})", quantity=p.instances_desired,
                     unit="instances", usd_per_month=round(usd_per_month(p.usd_per_hour), 2),
-                    source="prices.csv")
+                    source="prices.csv" + (f"; {p.capacity_reservation_id}" if p.capacity_reservation_id else ""))

@@ -202,6 +202,8 @@ def render_details(sd: StackDiff) -> str:
                   md_table(["resource", "quantity", "$/month", "source"], resource_rows(sd.after.resources))]
     if sd.notes:
         parts += [""] + [f"- ⚠ {n}" for n in sd.notes]
+    if sd.after and sd.after.capacity_ends:
+        parts += [""] + [f"- ⏳ {line}" for line in sd.after.capacity_ends]
     parts += ["", "</details>"]
     return "\n".join(parts)
 

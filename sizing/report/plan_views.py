@@ -187,6 +187,18 @@ def api_rows(plan: Plan) -> list[list[str]]:
 API_HEADERS = ["provider", "model", "$/1M in", "$/1M out", "$/month same traffic", "API ÷ self-hosted"]
 
 
+def purchase_rows(plan: Plan) -> list[list[str]]:
+    """The planned fleet under each purchase option: GPU $/month, $/1M output tokens, the rates'
+    date and source ("not in the bundled data ..." where the catalog has no rate)."""
+    return [[o.option, money(o.usd_per_month) if o.usd_per_month is not None else "-",
+             usd(o.usd_per_million_output_tokens, cents=True) if o.usd_per_million_output_tokens is not None else "-",
+             o.as_of or "-", "; ".join(x for x in (o.source, o.note) if x)] for o in plan.purchase_options]
+
+
+PURCHASE_HEADERS = ["purchase option", "GPU $/month", "$/1M out", "as of", "source"]
+PURCHASE_TITLE = "The same GPU fleet under each purchase option"
+
+
 def _skipped(plan: Plan) -> list[str]:
     return sorted({a.gpu for a in plan.alternatives if not a.feasible and a.why_not_chosen.startswith("no-gpu-specs")})
 
@@ -267,7 +279,13 @@ def render_table(plan: Plan, console: Any) -> None:
               ("Best of each strategy and GPU", ALT_HEADERS, alt_rows(plan), ALT_NARROW)]
     if wide:
         tables.insert(1, ("Hosted APIs for the same traffic", API_HEADERS, api_rows(plan), []))
-    elif plan.api_comparison:
+        tables.insert(1, (PURCHASE_TITLE, PURCHASE_HEADERS, purchase_rows(plan), []))
+    elif plan.purchase_options:
+        console.print(PURCHASE_TITLE)
+        for o, r in zip(plan.purchase_options, purchase_rows(plan), strict=True):
+            console.print(f"  {r[0]}: {r[1]}/month, {r[2]} per 1M out, as of {r[3]} ({r[4]})"
+                          if o.usd_per_month is not None else f"  {r[0]}: {r[4]}", overflow="fold")
+    if not wide and plan.api_comparison:
         console.print("Hosted APIs for the same traffic")
         for a in plan.api_comparison:
             console.print(f"  {a.provider} {a.model}{'' if a.exact_model else ' (nearest)'}: "
@@ -298,6 +316,8 @@ def render_markdown(plan: Plan) -> str:
     parts += [f"- spares: {redundancy_line(p)}" for p in plan.pools]
     parts += [f"- cold start: {cold_start_line(plan, p)}" for p in plan.pools]
     parts += ["", md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
+    if plan.purchase_options:
+        parts += ["", f"**{PURCHASE_TITLE}**", "", md_table(PURCHASE_HEADERS, purchase_rows(plan))]
     if plan.api_comparison:
         parts += ["", "**Hosted APIs for the same traffic**", "", md_table(API_HEADERS, api_rows(plan))]
     if plan.engines:

@@ -78,10 +78,11 @@ def load_resources(path: Path) -> list[Resource]:
 def price_resources(resources: list[Resource], ctx: PricingContext) -> list[CostLine]:
     """Cost lines for every billable resource; unknown billable types show as not priced."""
     from sizing.cost.resources.free import is_free
-    from sizing.cost.resources.launch_template import nodes_using_templates
+    from sizing.cost.resources.launch_template import instance_types_from_templates, nodes_using_templates
 
     reg = registry()
-    ctx = replace(ctx, template_nodes=nodes_using_templates(resources))
+    ctx = replace(ctx, template_nodes=nodes_using_templates(resources),
+                  group_instance_types=instance_types_from_templates(resources))
     lines: list[CostLine] = []
     for r in resources:
         fn = reg.get(r.type)

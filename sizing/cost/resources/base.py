@@ -30,6 +30,9 @@ class PricingContext:
     # launch template logical name -> (nodes at desired size, node groups) of the node groups that use it;
     # filled by price_resources from the whole program (sizing.cost.resources.launch_template)
     template_nodes: dict[str, tuple[float, tuple[str, ...]]] = field(default_factory=dict)
+    # node group logical name -> the instance type its launch template sets (a Capacity Block node group
+    # names none itself); filled by price_resources likewise
+    group_instance_types: dict[str, str] = field(default_factory=dict)
 
 
 PriceFn = Callable[[Resource, PricingContext], list[CostLine]]

@@ -9,14 +9,16 @@ from sizing.plan import CostLine
 
 RESOURCE_TYPES = ("aws:eks/nodeGroup:NodeGroup",)
 GB_PER_GIB = 2**30 / 1e9
+PURCHASE_OF = {"SPOT": "spot", "CAPACITY_BLOCK": "capacity-block", "ON_DEMAND": "on-demand"}
 
 
 def price(r: Resource, ctx: PricingContext) -> list[CostLine]:
     from sizing.cost.money import cpu_price
 
     types = r.inputs.get("instanceTypes") or []
-    itype = str(types[0]) if types else "unknown instance type"
-    purchase = "spot" if str(r.inputs.get("capacityType", "ON_DEMAND")).upper() == "SPOT" else "on-demand"
+    itype = str(types[0]) if types else ctx.group_instance_types.get(r.name, "unknown instance type")
+    # a Capacity Block is billed at its block rate; an ODCR (ON_DEMAND with a reservation) at on-demand
+    purchase = PURCHASE_OF.get(str(r.inputs.get("capacityType", "ON_DEMAND")).upper(), "on-demand")
     sc = r.inputs.get("scalingConfig") or {}
     desired = num(sc.get("desiredSize"), num(sc.get("minSize")))
     lo, hi = num(sc.get("minSize")), num(sc.get("maxSize"))

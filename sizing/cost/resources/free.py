@@ -9,6 +9,9 @@ FREE_TYPES = frozenset({
     "aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet", "aws:ec2/routeTable:RouteTable", "aws:ec2/route:Route",
     "aws:ec2/routeTableAssociation:RouteTableAssociation", "aws:ec2/internetGateway:InternetGateway",
     "aws:ec2/securityGroup:SecurityGroup", "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+    "aws:ec2/placementGroup:PlacementGroup",  # "no additional charge for creating a placement group" (EC2 user guide)
     "aws:ec2/vpcEndpoint:VpcEndpoint",  # gateway endpoints (S3) are free; interface endpoints are not used
     "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
     "aws:iam/policy:Policy", "aws:iam/openIdConnectProvider:OpenIdConnectProvider",

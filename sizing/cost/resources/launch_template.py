@@ -47,6 +47,17 @@ def nodes_using_templates(resources: list[Resource]) -> dict[str, tuple[float, t
     return out
 
 
+def instance_types_from_templates(resources: list[Resource]) -> dict[str, str]:
+    """Node group logical name -> the instanceType of the launch template it uses, where the template sets one."""
+    groups = [r for r in resources if r.type == NODE_GROUP]
+    out: dict[str, str] = {}
+    for lt in (r for r in resources if r.type in RESOURCE_TYPES):
+        t = lt.inputs.get("instanceType")
+        if isinstance(t, str) and t:
+            out.update({g.name: t for g in groups if _uses(g, lt)})
+    return out
+
+
 def price(r: Resource, ctx: PricingContext) -> list[CostLine]:
     vols = [(m.get("ebs") or {}) for m in r.inputs.get("blockDeviceMappings") or [] if isinstance(m, dict)]
     sizes = [(num(v.get("volumeSize")), str(v.get("volumeType") or "")) for v in vols]
