@@ -1,6 +1,6 @@
 # Deployment vllm-p5en-48xlarge, container vllm
 vllm serve \
-    /models/model \
+    s3://llmcap-llama70b-weights-4847ab31/models/meta-llama/Llama-3.1-70B-Instruct/ \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3.1-70b-instruct \
@@ -13,4 +13,5 @@ vllm serve \
     --kv-cache-dtype auto \
     --dtype auto \
     --enable-prefix-caching \
-    --quantization fp8_per_tensor
+    --quantization fp8_per_tensor \
+    --load-format runai_streamer
