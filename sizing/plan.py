@@ -221,7 +221,7 @@ class ClassResult(_M):
 
     name: str
     kind: str = "interactive"  # interactive | batch
-    requests_per_s: float = 0.0  # this class's arrival rate (interactive), requests/s
+    requests_per_s: float = 0.0  # this class's arrival rate, requests/s (0: a closed-loop workload of concurrent users)
     targets: list[ClassTarget] = Field(default_factory=list)
     ttft_ms: Percentiles
     itl_ms: Percentiles

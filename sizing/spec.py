@@ -171,10 +171,12 @@ class TraceSpec(_Strict):
     formats; docs/traces.md). A plain string is the path. Relative paths are from the stack file."""
 
     path: str = Field(min_length=1, max_length=1000, description="the trace file")
-    format: TraceFormat = Field(default="auto", description="azure2023 | mooncake | csv | jsonl; auto by its first line")
+    format: TraceFormat = Field(default="auto",
+                                description="azure2023 | mooncake | csv | jsonl; auto by its first line")
     time_scale: float = Field(default=1.0, gt=0, le=1000, allow_inf_nan=False,
                               description="replay this many times faster (2 = twice the traffic)")
-    prefix_reuse: bool = Field(default=True, description="false ignores the trace's prefix ids (what the cache is worth)")
+    prefix_reuse: bool = Field(default=True,
+                               description="false ignores the trace's prefix ids (what the cache is worth)")
     prefix_block_tokens: int = Field(default=512, gt=0, le=1_000_000,
                                      description="tokens per prefix id in a generic csv/jsonl trace (Mooncake: 512)")
     routing: Routing | None = Field(default=None, description="the router's policy; default prefix-aware when the "

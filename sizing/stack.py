@@ -244,8 +244,11 @@ def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", 
         problems.append(f"{NAMESPACE}:workload: missing; the stack needs a workload (model, tokens, traffic, slo)")
         workload = None
     else:
+        before = len(problems)
         raw, trace = _with_trace(config[f"{NAMESPACE}:workload"], base_dir, problems)
-        workload = _validate(WorkloadSpec, f"{NAMESPACE}:workload", raw, problems)
+        # a trace that cannot be read is the one problem (its lengths and rate would be missing too)
+        workload = (_validate(WorkloadSpec, f"{NAMESPACE}:workload", raw, problems)
+                    if len(problems) == before else None)
     hardware = _validate(HardwareSpec, f"{NAMESPACE}:hardware", config.get(f"{NAMESPACE}:hardware"), problems)
     deployment = _validate(DeploymentOptions, f"{NAMESPACE}:deployment",
                            config.get(f"{NAMESPACE}:deployment"), problems)

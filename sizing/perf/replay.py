@@ -183,7 +183,7 @@ def replay(catalog: Catalog, cfg: ReplicaConfig, trace: Trace, replicas: int, ro
         P[idx], OUT[idx], H[idx] = pr["prompt_tokens"], pr["output_tokens"], pr["prefix_hit_tokens"]
         preemptions += res.preemptions
         stable &= res.stable
-    clipped = int(((P < trace.prompt_tokens) | (OUT < trace.output_tokens)).sum())
+    clipped = int(((trace.prompt_tokens > P) | (trace.output_tokens > OUT)).sum())
     done = np.isfinite(last)
     per_class = {name: _class_stats(send, first, last, OUT, done & (trace.class_index == k))
                  for k, name in enumerate(trace.class_names)}

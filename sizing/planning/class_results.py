@@ -68,25 +68,29 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
         from sizing.traffic.stats import trace_stats
 
         st = trace_stats(trace)
-        summary = TraceSummary(**st.as_dict(), prefix_hit_share_planned=fleet.prefix_hit_share,
-                               time_scale=w.trace.time_scale if w.trace else 1.0)
+        summary = TraceSummary.model_validate({**st.as_dict(), "prefix_hit_share_planned": fleet.prefix_hit_share,
+                                               "time_scale": w.trace.time_scale if w.trace else 1.0})
     diff = fleet.replicas - fleet.mean_based_replicas
-    if trace is not None:
-        why = (f"the trace's busiest minute is {summary.peak_requests_per_s_60s / summary.mean_requests_per_s:.1f}× "
-               f"its mean rate and its busiest second {summary.peak_requests_per_s_1s / summary.mean_requests_per_s:.0f}×"
-               if summary and summary.mean_requests_per_s else "")
+    if summary is not None and summary.mean_requests_per_s:
+        mean = summary.mean_requests_per_s
+        why = (f"the trace's busiest minute is {summary.peak_requests_per_s_60s / mean:.1f}× its mean rate and its "
+               f"busiest second {summary.peak_requests_per_s_1s / mean:.0f}×")
+    elif trace is not None:
+        why = ""
     else:
         why = "each class's own targets are checked on its own requests, not on the mix's mean"
     difference = ("the same as the mean-based plan" if diff == 0 else
-                  f"{abs(diff)} replica(s) {'more' if diff > 0 else 'fewer'} than the mean-based plan ({fleet.mean_based_replicas})"
+                  f"{abs(diff)} replica(s) {'more' if diff > 0 else 'fewer'} than the mean-based plan "
+                  f"({fleet.mean_based_replicas})"
                   + (f": {why}" if why else ""))
     if fleet.prefix_hit_share > 0:
         difference += f"; the replicas' prefix caches served {fleet.prefix_hit_share:.0%} of prompt tokens"
-    auto = _autoscaling(plan, fleet, trace)
-    choice = FleetChoice(layout=fleet.layout, why=fleet.why, routing=fleet.routing, replicas=fleet.replicas,
-                         replicas_by_class=fleet.replicas_by_class, mean_based_replicas=fleet.mean_based_replicas,
-                         difference=difference, replays=fleet.replays, replay_s_per_fleet=fleet.replay_s_per_fleet,
-                         search_s=fleet.search_s, clipped_requests=fleet.clipped_requests, **auto)
+    auto = _autoscaling(plan.model_copy(update={"classes": classes}), fleet, trace)
+    choice = FleetChoice.model_validate(dict(
+        layout=fleet.layout, why=fleet.why, routing=fleet.routing, replicas=fleet.replicas,
+        replicas_by_class=fleet.replicas_by_class, mean_based_replicas=fleet.mean_based_replicas,
+        difference=difference, replays=fleet.replays, replay_s_per_fleet=fleet.replay_s_per_fleet,
+        search_s=fleet.search_s, clipped_requests=fleet.clipped_requests, **auto))
     return plan.model_copy(update={"classes": classes, "trace": summary, "fleet": choice})
 
 
@@ -111,7 +115,14 @@ def _autoscaling(plan: Plan, fleet: FleetOutcome, trace: Trace | None) -> dict[s
     rise = float(max(float(need[min(j, a.size - 1)] - need[i]) for i, j in enumerate(ahead))) if a.size else 0.0
     warm = int(min(max(math.ceil(rise), 0), max(fleet.replicas - lo, 0)))
     mn = min(lo + warm, fleet.replicas)
+    # a queue of q requests delays a new one by about q ÷ the replica's rate at the busiest minute; the TTFT
+    # headroom the replay left (target p95 − replayed p95) bounds the queue that may stand
+    ttft = [(t.ms, c.ttft_ms.p95) for c in plan.classes for t in c.targets
+            if (t.metric, t.percentile) == ("ttft", "p95")]
+    headroom_s = min((max(a_ - b, 0.0) for a_, b in ttft), default=0.0) / 1000.0
+    q = int(max(1, math.floor(headroom_s * per_replica)))
     return {"autoscaling_min_replicas": mn, "autoscaling_max_replicas": max(pool.replicas_max, fleet.replicas),
-            "warm_standby_replicas": warm,
+            "warm_standby_replicas": warm, "queue_threshold": q,
             "autoscaling_why": (f"quietest minute needs {lo} replica(s); the busiest rise within one cold start "
-                                f"({cold:.0f} s) needs {warm} more, kept warm; max is the node group's")}
+                                f"({cold:.0f} s) needs {warm} more, kept warm; max is the node group's; a queue of "
+                                f"{q} per replica uses the TTFT headroom at the busiest minute's rate")}

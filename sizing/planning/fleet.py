@@ -7,6 +7,8 @@ mean-based replica count the replay search starts from.
 
 Classes without a trace are replayed as seeded Poisson streams at their rates with their lengths
 (log-normal from mean and p95, as sizing.perf.sim samples them), SYNTH_REQUESTS requests in all.
+The replay itself (sizing.perf.replay.replay) is handed in by the planner (`Replay`), as `search` is handed
+its goodput function, which keeps the import chain flat (tests/test_layering.py).
 Units: replicas, requests/s, ms, hours.
 """
 
@@ -19,14 +21,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sizing.perf.replay import ReplayResult, replay
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.sim import Arrivals, Lengths, simulate
 from sizing.planning.candidates import instances_for, replicas_with_spares
 from sizing.traffic.reader import Trace
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch
+    from sizing.perf.replay import ReplayResult
     from sizing.planning.candidates import Evaluated
     from sizing.planning.problem import PlanningProblem
     from sizing.spec import RequestClass, WorkloadSpec
@@ -116,13 +121,14 @@ class _Search:
     """The smallest N meeting the targets: from the mean-based count, down while it holds, else doubling
     up then bisecting."""
 
-    def __init__(self, problem: PlanningProblem, cfg: ReplicaConfig, routing: str | None) -> None:
-        self.p, self.cfg, self.routing = problem, cfg, routing
+    def __init__(self, problem: PlanningProblem, cfg: ReplicaConfig, routing: str | None,
+                 replay: Callable[[Catalog, ReplicaConfig, Trace, int, str | None], ReplayResult]) -> None:
+        self.p, self.cfg, self.routing, self.replay = problem, cfg, routing, replay
         self.replays = 0
         self.seconds = 0.0
 
     def run(self, trace: Trace, n: int) -> ReplayResult:
-        res = replay(self.p.catalog, self.cfg, trace, n, self.routing)
+        res = self.replay(self.p.catalog, self.cfg, trace, n, self.routing)
         self.replays += 1
         self.seconds += res.seconds
         return res
@@ -172,8 +178,8 @@ def batch_replicas(problem: PlanningProblem, cfg: ReplicaConfig, c: RequestClass
                         hours <= c.batch.deadline_hours, need, c.batch.deadline_hours, round(hours, 3))
 
 
-def size_fleet(problem: PlanningProblem, ev: Evaluated, trace: Trace | None,
-               routing: str | None) -> FleetOutcome | None:
+def size_fleet(problem: PlanningProblem, ev: Evaluated, trace: Trace | None, routing: str | None,
+               replay: Callable[[Catalog, ReplicaConfig, Trace, int, str | None], ReplayResult]) -> FleetOutcome | None:
     """The fleet of one candidate from replayed traffic; None when no count up to MAX_REPLICAS meets it."""
     t0 = time.perf_counter()
     w = problem.workload
@@ -181,7 +187,7 @@ def size_fleet(problem: PlanningProblem, ev: Evaluated, trace: Trace | None,
     classes = w.request_classes
     inter = [c for c in classes if not c.is_batch]
     batch = [c for c in classes if c.is_batch]
-    s = _Search(problem, cfg, routing)
+    s = _Search(problem, cfg, routing, replay)
     if trace is not None:
         slo = {n: w.slo.targets() for n in trace.class_names}
         reqs: Trace | None = trace
@@ -247,18 +253,21 @@ def resize(problem: PlanningProblem, ev: Evaluated, replicas_for_demand: int) ->
                    usd_per_hour=instances * ev.usd_per_instance_hour)
 
 
-def replayed_finalists(problem: PlanningProblem, feasible: list[Evaluated], cost_key: object, trace: Trace | None,
-                       routing: str | None) -> tuple[list[Evaluated], FleetOutcome | None]:
+def replayed_finalists(problem: PlanningProblem, feasible: list[Evaluated],
+                       cost_key: Callable[[Evaluated], tuple[float, int, float]], trace: Trace | None,
+                       routing: str | None,
+                       replay: Callable[[Catalog, ReplicaConfig, Trace, int, str | None], ReplayResult],
+                       ) -> tuple[list[Evaluated], FleetOutcome | None]:
     """The cheapest FINALISTS candidates resized by their replayed fleets, cheapest first, with the winner's
     outcome. Only replayed candidates stay (an unreplayed one's mean-based count would look cheaper than
     it is); when no finalist's replay meets the targets up to MAX_REPLICAS, the analytic ranking stays."""
-    ranked = sorted(feasible, key=cost_key)  # type: ignore[arg-type]
+    ranked = sorted(feasible, key=cost_key)
     out: list[tuple[Evaluated, FleetOutcome]] = []
     for ev in ranked[:FINALISTS]:
-        fo = size_fleet(problem, ev, trace, routing)
+        fo = size_fleet(problem, ev, trace, routing, replay)
         if fo is not None:
             out.append((resize(problem, ev, fo.replicas), fo))
     if not out:
         return ranked, None
-    out.sort(key=lambda x: cost_key(x[0]))  # type: ignore[operator]
+    out.sort(key=lambda x: cost_key(x[0]))
     return [e for e, _ in out], out[0][1]

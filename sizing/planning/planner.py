@@ -73,10 +73,11 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
                       main.rejections)
     fleet = None
     if w.classes or stack.trace is not None:  # replay the traffic over the finalists (issue 33)
+        from sizing.perf.replay import replay
         from sizing.planning.fleet import replayed_finalists
 
         feas, fleet = replayed_finalists(problem, main.feasible, cost_key, stack.trace,
-                                         w.trace.routing if w.trace else None)
+                                         w.trace.routing if w.trace else None, replay)
         main = Search(main.strategy, feas, main.rejections)
     others = {s: search(problem, s, scale)
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -203,8 +204,7 @@ def _collect(p: Path, kind: str, rows: _Rows, head: _Rows | list[str], cols: lis
             if len(times) >= MAX_TRACE_REQUESTS:
                 raise rows.fail("row", f"more than {MAX_TRACE_REQUESTS:,} requests; cut the trace")
             rec = _record(rows, kind, line, idx)
-            t = rec[0] if kind == "azure2023" else _time(rows, "timestamp" if kind == "mooncake" else "arrival_s",
-                                                          rec[0], 1e-3 if kind == "mooncake" else 1.0)
+            t = rec[0]
             if times and t < times[-1]:
                 field = {"azure2023": "TIMESTAMP", "mooncake": "timestamp"}.get(kind, "arrival_s")
                 raise rows.fail(field, "earlier than the row before; sort the trace by arrival time")
@@ -226,7 +226,7 @@ def _collect(p: Path, kind: str, rows: _Rows, head: _Rows | list[str], cols: lis
                  block_tokens=MOONCAKE_BLOCK_TOKENS if kind == "mooncake" else block)
 
 
-Rec = tuple[float | object, tuple[str, object], tuple[str, object], str, tuple[int, ...]]
+Rec = tuple[float, tuple[str, object], tuple[str, object], str, tuple[int, ...]]
 
 
 def _record(rows: _Rows, kind: str, line: str, idx: dict[str, int]) -> Rec:
@@ -239,7 +239,7 @@ def _record(rows: _Rows, kind: str, line: str, idx: dict[str, int]) -> Rec:
                     ("GeneratedTokens", cells[idx["GeneratedTokens"]]), "default", ())
         name = cells[idx["class"]] if "class" in idx else ""
         ids = _ids(rows, cells[idx["prefix_ids"]].split()) if "prefix_ids" in idx else ()
-        return (cells[idx["arrival_s"]], ("prompt_tokens", cells[idx["prompt_tokens"]]),
+        return (_time(rows, "arrival_s", cells[idx["arrival_s"]], 1.0), ("prompt_tokens", cells[idx["prompt_tokens"]]),
                 ("output_tokens", cells[idx["output_tokens"]]), name or "default", ids)
     try:
         obj = json.loads(line)
@@ -257,10 +257,11 @@ def _record(rows: _Rows, kind: str, line: str, idx: dict[str, int]) -> Rec:
     name = obj.get("class", "default") if kind == "jsonl" else "default"
     if not isinstance(name, str) or not name:
         raise rows.fail("class", "must be a non-empty name")
-    return (obj[keys[0]], (keys[1], obj[keys[1]]), (keys[2], obj[keys[2]]), name, _ids(rows, raw_ids))
+    t = _time(rows, keys[0], obj[keys[0]], 1e-3 if kind == "mooncake" else 1.0)  # Mooncake: ms
+    return (t, (keys[1], obj[keys[1]]), (keys[2], obj[keys[2]]), name, _ids(rows, raw_ids))
 
 
-def _ids(rows: _Rows, raw: list[object]) -> tuple[int, ...]:
+def _ids(rows: _Rows, raw: Sequence[object]) -> tuple[int, ...]:
     out = []
     for v in raw:
         if isinstance(v, bool) or not isinstance(v, (int, str)):

@@ -6,10 +6,12 @@ Units: seconds, requests/s, tokens. Percentiles by numpy's default (linear) meth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sizing.traffic.reader import Trace
+if TYPE_CHECKING:
+    from sizing.traffic.reader import Trace
 
 QUANTILES = (50, 90, 95, 99)
 
@@ -45,7 +47,9 @@ def peak_rate(arrival_s: np.ndarray, window_s: float) -> float:
 
 def _pct(x: np.ndarray) -> dict[str, float]:
     ps = np.percentile(x, QUANTILES)
-    return {"mean": round(float(x.mean()), 1), **{f"p{q}": round(float(v), 1) for q, v in zip(QUANTILES, ps, strict=True)}}
+    out = {"mean": round(float(x.mean()), 1)}
+    out.update({f"p{q}": round(float(v), 1) for q, v in zip(QUANTILES, ps, strict=True)})
+    return out
 
 
 def reused_prefix_tokens(trace: Trace) -> np.ndarray:
