@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Precision = Literal["bf16", "fp16", "fp8", "int8", "int4-awq", "int4-gptq", "fp4"]
 PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4-awq", "int4-gptq", "fp4")
@@ -231,12 +231,12 @@ def _merge_classes(data: dict[str, object]) -> dict[str, object]:
     raw = data.get("classes")
     if not isinstance(raw, list) or not raw:
         return data
+    top = data.get("traffic")
     try:
         classes = [c if isinstance(c, RequestClass) else RequestClass.model_validate(c) for c in raw]
-    except Exception:  # noqa: BLE001 - the field's own validation reports it
+        top_t = top if isinstance(top, Traffic) else (Traffic.model_validate(top) if isinstance(top, dict) else None)
+    except ValidationError:  # the fields' own validation reports it, with their names
         return data
-    top = data.get("traffic")
-    top_t = top if isinstance(top, Traffic) else (Traffic.model_validate(top) if isinstance(top, dict) else None)
     rates = []
     for c in classes:
         if c.batch is not None:
