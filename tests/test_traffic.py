@@ -233,3 +233,18 @@ def _min_threshold() -> int:
     from infra import settings
 
     return int(settings.policy().autoscaling.minimum_threshold)
+
+
+def test_cli_refuses_a_junk_trace_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "junk.csv").write_bytes(bytes(range(256)) * 8)
+    stack = tmp_path / "Pulumi.junk.yaml"
+    stack.write_text(f"config:\n  llmcap:workload:\n    model: {MODEL}\n    trace: junk.csv\n")
+    r = subprocess.run([sys.executable, "-c", "from sizing.cli import main; main()", "plan", str(stack)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    assert lines == ["error: llmcap:workload.trace: trace junk.csv row 1: row: binary data (a NUL byte); "
+                     "a trace is CSV or JSON lines text"], lines

@@ -58,14 +58,19 @@ def reused_prefix_tokens(trace: Trace) -> np.ndarray:
     out = np.zeros(trace.requests, dtype=np.int64)
     if trace.prefix_ids is None:
         return out
-    seen: set[tuple[int, ...]] = set()
+    # a trie of leading runs: node (parent, id); a node that exists before a request is a prefix seen earlier
+    trie: dict[tuple[int, int], int] = {}
     b = trace.block_tokens
     for i, ids in enumerate(trace.prefix_ids):
-        n = 0
-        while n < len(ids) and ids[: n + 1] in seen:
-            n += 1
-        for k in range(n, len(ids)):
-            seen.add(ids[: k + 1])
+        node, n, matching = -1, 0, True
+        for x in ids:
+            nxt = trie.get((node, x))
+            if nxt is None:
+                nxt = trie[(node, x)] = len(trie)
+                matching = False
+            elif matching:
+                n += 1
+            node = nxt
         out[i] = min(n * b, int(trace.prompt_tokens[i]))
     return out
 
