@@ -35,6 +35,26 @@ def test_trace_stats_of_the_azure_code_trace() -> None:
     assert st.prefix_reuse_share == 0.0
 
 
+def test_time_scale_replays_faster() -> None:
+    one = trace_stats(read_trace(TRACES / "azure2023_conv.csv"))
+    two = trace_stats(read_trace(TRACES / "azure2023_conv.csv", time_scale=2))
+    assert two.requests == one.requests and two.span_s == pytest.approx(one.span_s / 2, rel=1e-6)
+    assert two.mean_requests_per_s == pytest.approx(2 * one.mean_requests_per_s, rel=1e-3)
+
+
+def test_prefix_aware_routing_finds_more_of_the_cache() -> None:
+    from sizing.catalog.lookup import load_catalog
+    from sizing.perf.replay import replay
+    from sizing.perf.replica import ReplicaConfig
+
+    cat = load_catalog()
+    cfg = ReplicaConfig(cat.model(MODEL), "L40S", "bf16", tp=1)
+    tr = read_trace(TRACES / "mooncake_synthetic.jsonl")
+    hits = {r: replay(cat, cfg, tr, 8, r).prefix_hit_share for r in ("round-robin", "least-loaded", "prefix-aware")}
+    assert hits["prefix-aware"] > hits["least-loaded"] > 0 and hits["prefix-aware"] > hits["round-robin"] > 0
+    assert max(hits.values()) < trace_stats(tr).prefix_reuse_share  # a real cache holds less than an unbounded one
+
+
 def test_prefix_reuse_share_of_mooncake() -> None:
     def share(name: str) -> float:
         return trace_stats(read_trace(TRACES / name)).prefix_reuse_share

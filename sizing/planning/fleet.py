@@ -218,8 +218,8 @@ def size_fleet(problem: PlanningProblem, ev: Evaluated, trace: Trace | None, rou
             inst_ded = sum(instances_for(ev.cand, n) for n, _ in ded.values()) if ded_n else None
             if inst_ded is not None and inst_ded < inst_shared:
                 layout = "dedicated"
-                why = (f"a pool per class needs {inst_ded} instances ({ded_n} replicas), mixing them needs "
-                       f"{inst_shared} ({shared_n}): the long prompts' prefill delays the short class's first tokens")
+                why = (f"a pool per class needs {inst_ded} instances ({ded_n} replicas), mixing the classes on one "
+                       f"pool {inst_shared} ({shared_n}): mixed, the tightest class's targets bind the whole pool")
                 by_class = {k: n for k, (n, _) in ded.items()}
             else:
                 why = (f"mixing the classes on one pool needs {inst_shared} instances ({shared_n} replicas)"
