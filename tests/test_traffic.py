@@ -268,3 +268,28 @@ def test_cli_refuses_a_junk_trace_in_one_line(tmp_path: Path) -> None:
     lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
     assert lines == ["error: llmcap:workload.trace: trace junk.csv row 1: row: binary data (a NUL byte); "
                      "a trace is CSV or JSON lines text"], lines
+
+
+def test_given_requests_replay_what_the_simulation_samples() -> None:
+    """The sim hook: a burst replayed from the very lengths a sampled burst drew gives the same run."""
+    import numpy as np
+
+    from sizing.catalog.lookup import load_catalog
+    from sizing.perf.replica import ReplicaConfig
+    from sizing.perf.sim import Arrivals, GivenRequests, Lengths, simulate
+
+    cat = load_catalog()
+    cfg = ReplicaConfig(cat.model(MODEL), "L40S", "bf16", tp=1)
+    prompt, output = Lengths(1024, 3000), Lengths(200, 600)
+    sampled = simulate(cat, cfg, prompt, output, Arrivals.burst(200), seed=3)
+    rng = np.random.default_rng(3)
+    p = prompt.sample(rng, 200, 10_000_000)
+    o = output.sample(rng, 200, 10_000_000)
+    given = simulate(cat, cfg, prompt, output, Arrivals.burst(200),
+                     requests=GivenRequests(np.zeros(200), p, o, np.zeros(200, dtype=np.int64)))
+    assert given.ttft_ms == sampled.ttft_ms and given.e2e_ms == sampled.e2e_ms and given.steps == sampled.steps
+    assert given.per_request is not None and sampled.per_request is None
+    assert np.isfinite(given.per_request["last_token_s"]).all()
+    with pytest.raises(ValueError, match="burst"):
+        simulate(cat, cfg, prompt, output, Arrivals.poisson(1.0),
+                 requests=GivenRequests(np.zeros(200), p, o, np.zeros(200, dtype=np.int64)))

@@ -101,7 +101,7 @@ class Lengths:
 
 @dataclass(frozen=True)
 class GivenRequests:
-    """Recorded requests for one replica (a trace's share, sizing.traffic.replay): client send times
+    """Recorded requests for one replica (a trace's share, sizing.perf.replay): client send times
     (s, ascending), prompt and output tokens, and prompt tokens each finds in the prefix cache.
     Every request is measured (no warm-up window) and their per-request times come back."""
 
@@ -211,6 +211,8 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     `n_requests`: None = default_requests(). Same seed, same result. `requests`: replay these recorded
     requests instead of sampling (lengths capped to the KV cache; `arrivals` must be a burst, which
     measures every request)."""
+    if requests is not None and arrivals.kind != "burst":
+        raise ValueError("recorded requests are replayed with Arrivals.burst (every request measured)")
     shape = WorkloadShape(prompt.mean, output.mean, prompt.p95, output.p95, prefix_cache_hit_rate)
     c = _ctx(catalog, cfg, shape)
     max_seqs, budget_tokens, _ = _engine_limits(catalog, cfg)
