@@ -1,8 +1,9 @@
 """Autoscaling on queue depth, not CPU: one KEDA ScaledObject per pool on the Prometheus series of its
 engine's waiting requests (infra/engines.py: vLLM `vllm:num_requests_waiting`, SGLang `sglang:num_queue_reqs`;
 the regexes also accept the OpenTelemetry-normalised names). min = the plan's replicas, max = the pool's
-replicas_max.
-No pulumi import."""
+replicas_max; a plan from a
+trace (`Plan.fleet`, sizing/planning/class_results.py) sets min (the quietest minute's replicas plus the warm
+standby its busiest ramp needs) and the queue threshold, read here as they are. No pulumi import."""
 
 from __future__ import annotations
 
@@ -24,21 +25,37 @@ def queue_query(namespace: str, pool: Pool) -> str:
             f'{POOL_METRIC_LABEL}="{pool.name}"}})')
 
 
+def _fleet_pool(plan: Plan, pool: Pool) -> bool:
+    """The trace-planned fleet's autoscaling applies to a single-pool plan's pool."""
+    f = plan.fleet
+    return f is not None and bool(f.autoscaling_why) and len(plan.pools) == 1 and plan.pools[0].name == pool.name
+
+
+def min_replicas(plan: Plan, pool: Pool) -> int:
+    """KEDA's minReplicaCount: the trace's (Plan.fleet) where the plan has one, else the pool's replicas."""
+    if _fleet_pool(plan, pool):
+        assert plan.fleet is not None
+        return max(1, min(plan.fleet.autoscaling_min_replicas, pool.replicas))
+    return pool.replicas
+
+
 def queue_threshold(plan: Plan, pool: Pool) -> int:
     """Waiting requests per replica that trigger a scale-up. A queue of q requests delays a new
     request by about q / goodput_requests_per_s (the replica drains its queue at its goodput), so
     the TTFT headroom the plan leaves (SLO p95 minus predicted p95 at planned load) bounds how long
     a queue may stand: q = headroom_s × goodput_requests_per_s, at least `minimum_threshold`."""
     a = settings.policy().autoscaling
+    if _fleet_pool(plan, pool) and plan.fleet is not None and plan.fleet.queue_threshold > 0:
+        return max(a.minimum_threshold, plan.fleet.queue_threshold)
     ttft_slo_ms = plan.workload.slo.ttft_p95_ms
     headroom_s = max(ttft_slo_ms - pool.per_replica.ttft_p95_ms, 0.0) / 1000.0
     q = math.floor(headroom_s * pool.per_replica.goodput_requests_per_s * a.headroom_share)
     return max(a.minimum_threshold, q)
 
 
-def pool_scaled_object(pool: Pool, namespace: str, threshold: int) -> dict[str, Any]:
+def pool_scaled_object(pool: Pool, namespace: str, threshold: int, min_replicas: int | None = None) -> dict[str, Any]:
     """The pool's ScaledObject; `threshold`: waiting requests per replica that trigger a scale-up
-    (queue_threshold)."""
+    (queue_threshold); `min_replicas`: KEDA's floor (the module's `min_replicas`; None = the pool's replicas)."""
     a = settings.policy().autoscaling
     if pool.replicas_max < pool.replicas:
         raise ValueError(f"pool {pool.name}: replicas_max {pool.replicas_max} < replicas {pool.replicas}")
@@ -51,7 +68,7 @@ def pool_scaled_object(pool: Pool, namespace: str, threshold: int) -> dict[str, 
         "metadata": meta(serving_name(pool.name), namespace, serving_labels(pool.name)),
         "spec": {
             "scaleTargetRef": target,
-            "minReplicaCount": pool.replicas,
+            "minReplicaCount": pool.replicas if min_replicas is None else min_replicas,
             "maxReplicaCount": pool.replicas_max,
             "pollingInterval": a.polling_interval_s,
             "cooldownPeriod": a.cooldown_period_s,

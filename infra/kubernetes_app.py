@@ -183,6 +183,7 @@ class KubernetesApp(pulumi.ComponentResource):
                 weights_mode=mode, before_engine_s=before_engine_s(pool, mode),
                 weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[pool.vllm.model],
                 images=images, queue_threshold=autoscaling.queue_threshold(plan, pool),
+                min_replicas=autoscaling.min_replicas(plan, pool),
                 weights_job=jobs[pool.vllm.model], device_plugin=addons["device"], namespace_ready=[ns_res],
                 keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws")),
                 part).workload)

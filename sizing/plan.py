@@ -17,7 +17,9 @@ from sizing.spec import HardwareSpec, WorkloadSpec
 # cache on instance-store nodes, requests come from the node-allocatable model; checkpoint_revision added.
 # 3 (issue 29): Pool.engine (the engine its pods run: vllm | sglang) and Plan.engines (the best plan of each
 # engine the workload allows, and why one was chosen); plans saved at 2 load with engine vllm and no engines.
-SCHEMA_VERSION = 3
+# 4 (issue 33): `classes` on every plan (per-class targets and predicted p50/p95/p99), and for a trace
+# or multi-class stack `trace` (what the trace says) and `fleet` (the replayed fleet, shared vs dedicated).
+SCHEMA_VERSION = 4
 
 
 class _M(BaseModel):
@@ -253,6 +255,83 @@ class PlatformPlan(_M):
     nat_gateways: int  # NAT gateways of the VPC llmcap creates (one per AZ used, capped); 0 with your own VPC
 
 
+class Percentiles(_M):
+    """One latency metric's predicted percentiles, ms."""
+
+    p50: float
+    p95: float
+    p99: float
+
+
+class ClassTarget(_M):
+    metric: str  # ttft | itl | tpot | e2e
+    percentile: str  # p50 | p90 | p95 | p99
+    ms: float
+
+
+class ClassResult(_M):
+    """One request class at the planned fleet: its targets, predicted percentiles (ms) and whether every
+    target holds. A single-class stack has one, named "default". Batch classes have no latency targets and
+    report their time to finish (hours) against their deadline."""
+
+    name: str
+    kind: str = "interactive"  # interactive | batch
+    requests_per_s: float = 0.0  # this class's arrival rate, requests/s (0: a closed-loop workload of concurrent users)
+    targets: list[ClassTarget] = Field(default_factory=list)
+    ttft_ms: Percentiles
+    itl_ms: Percentiles
+    tpot_ms: Percentiles
+    e2e_ms: Percentiles
+    slo_met: bool
+    source: str = ""  # how they were predicted: "analytic model at the planned load" | "trace replay" | ...
+    replicas: int = 0  # replicas serving this class (its own pool, or the shared pool)
+    deadline_hours: float | None = None  # batch: the deadline
+    time_to_finish_hours: float | None = None  # batch: predicted with its replicas
+
+
+class TraceSummary(_M):
+    """What the trace says (sizing.traffic.stats): rates per second, peaks over sliding 1 s / 60 s windows,
+    token percentiles, class mix (share of requests), and the share of prompt tokens an unbounded prefix
+    cache would serve (`prefix_reuse_share`) next to the share the planned fleet's caches did serve."""
+
+    source: str
+    requests: int
+    span_s: float
+    mean_requests_per_s: float
+    peak_requests_per_s_1s: float
+    peak_requests_per_s_60s: float
+    prefix_reuse_share: float
+    prefix_hit_share_planned: float = 0.0
+    prompt_tokens: dict[str, float] = Field(default_factory=dict)
+    output_tokens: dict[str, float] = Field(default_factory=dict)
+    class_mix: dict[str, float] = Field(default_factory=dict)
+    time_scale: float = 1.0
+
+
+class FleetChoice(_M):
+    """The fleet found by replaying the requests (trace, or the classes' synthesized Poisson streams) over
+    N replicas of the chosen candidate (sizing.planning.fleet). `layout`: shared (classes mixed on one pool)
+    or dedicated (a pool per class); `why` says which was cheaper. `mean_based_replicas`: what the analytic
+    mean-rate plan chose."""
+
+    layout: str
+    why: str
+    routing: str
+    replicas: int  # serving the demand, before redundancy
+    replicas_by_class: dict[str, int] = Field(default_factory=dict)  # dedicated layout: each class's pool
+    mean_based_replicas: int
+    difference: str  # where the replayed fleet and the mean-based one differ, and why
+    replays: int  # fleets simulated
+    replay_s_per_fleet: float  # wall time of one replay, seconds (mean)
+    search_s: float  # the whole fleet search, seconds
+    clipped_requests: int = 0
+    autoscaling_min_replicas: int = 0
+    autoscaling_max_replicas: int = 0
+    warm_standby_replicas: int = 0  # kept serving so the busiest ramp is absorbed while new ones cold-start
+    queue_threshold: int = 0  # KEDA's target of waiting requests per replica
+    autoscaling_why: str = ""
+
+
 class Plan(_M):
     schema_version: int = SCHEMA_VERSION
     stack: str
@@ -275,6 +354,9 @@ class Plan(_M):
     warnings: list[str] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     budget_usd_month: float | None = None  # the stack's llmcap:budget_usd_month, if set (all-in)
+    classes: list[ClassResult] = Field(default_factory=list)  # one per request class (schema 3)
+    trace: TraceSummary | None = None  # a trace stack's statistics
+    fleet: FleetChoice | None = None  # a trace or multi-class stack: the replayed fleet
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -10,7 +10,7 @@ import re
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Precision = Literal["bf16", "fp16", "fp8", "int8", "int4-awq", "int4-gptq", "fp4"]
 PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4-awq", "int4-gptq", "fp4")
@@ -167,6 +167,108 @@ class Slo(_Strict):
         return ", ".join(f"{m.upper()} {q} ≤ {v:g} ms" for m, q, v in self.targets())
 
 
+TraceFormat = Literal["auto", "azure2023", "mooncake", "csv", "jsonl"]
+Routing = Literal["round-robin", "least-loaded", "prefix-aware"]
+
+
+class TraceSpec(_Strict):
+    """`llmcap:workload.trace`: a recorded request trace to plan from (sizing/traffic/reader.py has the
+    formats; docs/traces.md). A plain string is the path. Relative paths are from the stack file."""
+
+    path: str = Field(min_length=1, max_length=1000, description="the trace file")
+    format: TraceFormat = Field(default="auto",
+                                description="azure2023 | mooncake | csv | jsonl; auto by its first line")
+    time_scale: float = Field(default=1.0, gt=0, le=1000, allow_inf_nan=False,
+                              description="replay this many times faster (2 = twice the traffic)")
+    prefix_reuse: bool = Field(default=True,
+                               description="false ignores the trace's prefix ids (what the cache is worth)")
+    prefix_block_tokens: int = Field(default=512, gt=0, le=1_000_000,
+                                     description="tokens per prefix id in a generic csv/jsonl trace (Mooncake: 512)")
+    routing: Routing | None = Field(default=None, description="the router's policy; default prefix-aware when the "
+                                                              "trace has prefix ids, else least-loaded")
+
+
+class BatchJob(_Strict):
+    """A batch class: `requests` requests to finish within `deadline_hours`, no latency target."""
+
+    requests: int = Field(gt=0, le=1_000_000_000, description="requests to finish")
+    deadline_hours: float = Field(gt=0, le=24 * 366, allow_inf_nan=False, description="finish within, hours")
+
+
+class RequestClass(_Strict):
+    """One entry of `llmcap:workload.classes`: a request type with its own lengths and targets, and either
+    a `share` of the workload's `traffic`, its own `traffic` (a request rate), or a `batch` job."""
+
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    prompt_tokens: TokenLength
+    output_tokens: TokenLength
+    slo: Slo = Field(default_factory=Slo)
+    share: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False,
+                                description="share of the workload's requests (0..1)")
+    traffic: Traffic | None = Field(default=None, description="this class's own peak_requests_per_s")
+    batch: BatchJob | None = Field(default=None, description="a batch job: requests by a deadline")
+
+    _tl = field_validator("prompt_tokens", "output_tokens", mode="before")(_token_length)
+
+    @model_validator(mode="after")
+    def _one_load(self) -> RequestClass:
+        given = [k for k in ("share", "traffic", "batch") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"class {self.name}: give exactly one of share, traffic or batch")
+        if self.traffic is not None and self.traffic.peak_requests_per_s is None:
+            raise ValueError(f"class {self.name}: a class's own traffic is a rate (peak_requests_per_s)")
+        return self
+
+    @property
+    def is_batch(self) -> bool:
+        return self.batch is not None
+
+
+def _tightest_slo(classes: list[RequestClass]) -> Slo:
+    """The analytic pre-search's targets for a mix: each metric's tightest p95 over the classes."""
+    return Slo(ttft_p95_ms=min(c.slo.ttft_p95_ms for c in classes), itl_p95_ms=min(c.slo.itl_p95_ms for c in classes))
+
+
+def _merge_classes(data: dict[str, object]) -> dict[str, object]:
+    """With `classes`, the top-level prompt_tokens, output_tokens, traffic and slo are derived when missing:
+    lengths weighted by each class's requests (p95: the largest class p95), the tightest p95 targets, and
+    the total rate. A batch class counts at requests ÷ deadline. The per-class plan checks each class."""
+    raw = data.get("classes")
+    if not isinstance(raw, list) or not raw:
+        return data
+    top = data.get("traffic")
+    try:
+        classes = [c if isinstance(c, RequestClass) else RequestClass.model_validate(c) for c in raw]
+        top_t = top if isinstance(top, Traffic) else (Traffic.model_validate(top) if isinstance(top, dict) else None)
+    except ValidationError:  # the fields' own validation reports it, with their names
+        return data
+    rates = []
+    for c in classes:
+        if c.batch is not None:
+            rates.append(c.batch.requests / (c.batch.deadline_hours * 3600.0))
+        elif c.traffic is not None:
+            rates.append(float(c.traffic.peak_requests_per_s or 0.0))
+        elif top_t is not None and top_t.peak_requests_per_s is not None:
+            rates.append(float(c.share or 0.0) * top_t.peak_requests_per_s)
+        else:
+            rates.append(float(c.share or 0.0))  # shares of a concurrency: weights only
+    total = sum(rates) or 1.0
+    out = dict(data)
+
+    def mean_of(key: str) -> dict[str, int]:
+        lens = [getattr(c, key) for c in classes]
+        m = sum(r * t.mean for r, t in zip(rates, lens, strict=True)) / total
+        return {"mean": max(1, round(m)), "p95": max(max(t.p95_or_mean for t in lens), max(1, round(m)))}
+
+    out.setdefault("prompt_tokens", mean_of("prompt_tokens"))
+    out.setdefault("output_tokens", mean_of("output_tokens"))
+    inter = [c for c in classes if not c.is_batch] or classes
+    out.setdefault("slo", _tightest_slo(inter))
+    if top is None:
+        out["traffic"] = {"peak_requests_per_s": round(total, 6)}
+    return out
+
+
 class WorkloadSpec(_Strict):
     """Stack config key `llmcap:workload`."""
 
@@ -191,12 +293,46 @@ class WorkloadSpec(_Strict):
     engine: Engine | list[Engine] = Field(
         default="vllm", description="serving engine, or the engines the user accepts: the planner plans each with "
                                     "its own performance model and flags and deploys the cheapest that meets the SLO")
+    classes: list[RequestClass] | None = Field(
+        default=None, description="request classes with their own lengths, targets and traffic; "
+                                  "top-level prompt_tokens, output_tokens, slo (and traffic) then derive from them")
+    trace: TraceSpec | None = Field(default=None, description="plan from a recorded request trace")
     weights_source: str | None = Field(
         default=None, min_length=1, max_length=500,
         description="where the weights come from: a Hugging Face id or an s3:// URI; required to render or "
                     "deploy a model given as a local config.json")
 
     _tl = field_validator("prompt_tokens", "output_tokens", mode="before")(_token_length)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_classes(cls, data: object) -> object:
+        if isinstance(data, dict):
+            if isinstance(data.get("trace"), str):
+                data = {**data, "trace": {"path": data["trace"]}}
+            return _merge_classes(data)
+        return data
+
+    @model_validator(mode="after")
+    def _class_names(self) -> WorkloadSpec:
+        names = [c.name for c in self.classes or []]
+        if len(set(names)) != len(names):
+            raise ValueError("classes: each class needs its own name")
+        shares = [c.share for c in self.classes or [] if c.share is not None]
+        if shares and abs(sum(shares) - 1.0) > 1e-6 and len(shares) == len(self.classes or []):
+            raise ValueError(f"classes: the shares add up to {sum(shares):g}; they must add up to 1")
+        if self.classes and self.trace is not None:
+            raise ValueError("give classes or a trace, not both (a generic trace names each request's class)")
+        return self
+
+    @property
+    def request_classes(self) -> list[RequestClass]:
+        """The classes; the single-class form is one class named "default" with the top-level fields."""
+        if self.classes:
+            return list(self.classes)
+        return [RequestClass(name="default", prompt_tokens=self.prompt_tokens, output_tokens=self.output_tokens,
+                             slo=self.slo, traffic=self.traffic if self.traffic.peak_requests_per_s else None,
+                             share=None if self.traffic.peak_requests_per_s else 1.0)]
 
     @field_validator("precision", mode="after")
     @classmethod

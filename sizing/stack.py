@@ -21,7 +21,9 @@ from pydantic import BaseModel, ValidationError
 
 from sizing.deployment import DeploymentOptions
 from sizing.errors import SpecError
-from sizing.spec import HardwareSpec, WorkloadSpec
+from sizing.spec import HardwareSpec, TraceSpec, WorkloadSpec
+from sizing.traffic.reader import Trace, read_trace
+from sizing.traffic.stats import trace_stats
 from sizing.user_files import read_user_file
 
 NAMESPACE = "llmcap"
@@ -95,6 +97,7 @@ class Stack:
     deployment: DeploymentOptions
     budget_usd_month: float | None = None
     warnings: tuple[str, ...] = ()  # e.g. a plaintext secret; validate and plan print them
+    trace: Trace | None = None  # llmcap:workload.trace, read (sizing.traffic.reader)
 
 
 def stack_name(path: Path) -> str:
@@ -210,8 +213,37 @@ def read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def stack_from_config(name: str, config: dict[str, Any], source: str = "stack") -> Stack:
-    """Validate a stack `config:` mapping (all problems at once)."""
+def _with_trace(raw: Any, base_dir: Path | None, problems: list[str]) -> tuple[Any, Trace | None]:
+    """Read `llmcap:workload.trace` (relative to the stack file) and fill the workload's missing
+    prompt_tokens, output_tokens (mean and p95) and traffic (the trace's mean rate) from it."""
+    t = raw.get("trace") if isinstance(raw, dict) else None
+    if t is None:
+        return raw, None
+    spec = t if isinstance(t, dict) else {"path": t}
+    try:
+        ts = TraceSpec.model_validate(spec)
+    except ValidationError as e:
+        problems.extend(format_validation_error(f"{NAMESPACE}:workload.trace", e))
+        return raw, None
+    path = Path(ts.path)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    try:
+        trace = read_trace(path, ts.format, ts.time_scale, ts.prefix_reuse, ts.prefix_block_tokens)
+    except SpecError as e:
+        problems.append(f"{NAMESPACE}:workload.trace: {e}")
+        return raw, None
+    st = trace_stats(trace)
+    out = dict(raw)
+    for key, d in (("prompt_tokens", st.prompt_tokens), ("output_tokens", st.output_tokens)):
+        out.setdefault(key, {"mean": max(1, round(d["mean"])), "p95": max(1, round(d["mean"]), round(d["p95"]))})
+    out.setdefault("traffic", {"peak_requests_per_s": st.mean_requests_per_s})
+    return out, trace
+
+
+def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", base_dir: Path | None = None) -> Stack:
+    """Validate a stack `config:` mapping (all problems at once). `base_dir`: where a relative trace path
+    starts (the stack file's folder; default the working directory)."""
     problems: list[str] = []
     for key in config:
         k = str(key)
@@ -219,11 +251,16 @@ def stack_from_config(name: str, config: dict[str, Any], source: str = "stack") 
             near = difflib.get_close_matches(k.split(":", 1)[1], KNOWN_KEYS, n=1)
             hint = f"; did you mean {NAMESPACE}:{near[0]}?" if near else f"; known: {', '.join(KNOWN_KEYS)}"
             problems.append(f"{k}: unknown key{hint}")
+    trace = None
     if f"{NAMESPACE}:workload" not in config:
         problems.append(f"{NAMESPACE}:workload: missing; the stack needs a workload (model, tokens, traffic, slo)")
         workload = None
     else:
-        workload = _validate(WorkloadSpec, f"{NAMESPACE}:workload", config[f"{NAMESPACE}:workload"], problems)
+        before = len(problems)
+        raw, trace = _with_trace(config[f"{NAMESPACE}:workload"], base_dir, problems)
+        # a trace that cannot be read is the one problem (its lengths and rate would be missing too)
+        workload = (_validate(WorkloadSpec, f"{NAMESPACE}:workload", raw, problems)
+                    if len(problems) == before else None)
     hardware = _validate(HardwareSpec, f"{NAMESPACE}:hardware", config.get(f"{NAMESPACE}:hardware"), problems)
     deployment = _validate(DeploymentOptions, f"{NAMESPACE}:deployment",
                            config.get(f"{NAMESPACE}:deployment"), problems)
@@ -239,7 +276,7 @@ def stack_from_config(name: str, config: dict[str, Any], source: str = "stack") 
     assert workload is not None and hardware is not None and deployment is not None  # for mypy: checked above
     return Stack(name=name, workload=workload, hardware=hardware, region=str(region),
                  deployment=deployment, budget_usd_month=float(budget) if budget is not None else None,
-                 warnings=tuple(plaintext_secret_warnings(config)))
+                 warnings=tuple(plaintext_secret_warnings(config)), trace=trace)
 
 
 def _finite(x: float) -> bool:
@@ -271,7 +308,7 @@ def load_stack(path: str | Path, sets: list[str] | None = None) -> Stack:
     config = read_config(p)
     if sets:
         config = apply_overrides(config, sets)
-    return stack_from_config(stack_name(p), config, str(p))
+    return stack_from_config(stack_name(p), config, str(p), p.parent)
 
 
 def config_from_text(text: str, source: str) -> dict[str, Any]:

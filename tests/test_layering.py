@@ -127,7 +127,7 @@ def test_no_vendor_number_in_code() -> None:
 LAYERS: list[tuple[str, list[str]]] = [
     ("base: errors, user files, the spec models, the Plan contract",
      ["sizing", "sizing.errors", "sizing.user_files", "sizing.humanize", "sizing.spec", "sizing.deployment",
-      "sizing.stack", "sizing.plan"]),
+      "sizing.traffic", "sizing.stack", "sizing.plan"]),
     ("catalog: records, the one data reader, architectures, hub resolution", ["sizing.catalog"]),
     ("perf: memory, step physics, load, goodput, simulation, calibration", ["sizing.perf"]),
     ("cost: money, API comparison, resource pricing", ["sizing.cost"]),

@@ -39,6 +39,7 @@ class ServingPoolArgs:
     keda: pulumi.Resource
     metrics: pulumi.Resource
     leader_worker_set: pulumi.Resource | None = None
+    min_replicas: int | None = None  # KEDA's floor from a trace plan (autoscaling.min_replicas); None = replicas
 
 
 class ServingPool(apply.MovedOutOfApp):
@@ -69,6 +70,6 @@ class ServingPool(apply.MovedOutOfApp):
                 f"leaderworkerset-{shape['metadata']['name']}", api_version=shape["apiVersion"],
                 kind=shape["kind"], metadata=shape["metadata"], spec=spec, opts=opts_)
         apply.create(serving.disruption_budget(pool, ns), self.child(args.namespace_ready))
-        apply.create(autoscaling.pool_scaled_object(pool, ns, args.queue_threshold),
+        apply.create(autoscaling.pool_scaled_object(pool, ns, args.queue_threshold, args.min_replicas),
                      self.child([*args.namespace_ready, args.keda, args.metrics]))
         self.register_outputs({})

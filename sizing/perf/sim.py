@@ -40,7 +40,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -100,6 +100,18 @@ class Lengths:
 
 
 @dataclass(frozen=True)
+class GivenRequests:
+    """Recorded requests for one replica (a trace's share, sizing.perf.replay): client send times
+    (s, ascending), prompt and output tokens, and prompt tokens each finds in the prefix cache.
+    Every request is measured (no warm-up window) and their per-request times come back."""
+
+    send_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    prefix_hit_tokens: np.ndarray
+
+
+@dataclass(frozen=True)
 class RequestSlo:
     """Per-request targets for goodput (vLLM bench --goodput style), ms; None = not checked."""
 
@@ -130,6 +142,9 @@ class SimResult:
     kv_blocks: int
     stable: bool
     notes: list[str] = field(default_factory=list)
+    # with `requests=` (a recorded trace): each request's times in s (send, first token, last token;
+    # nan if unfinished), tokens (prompt, output, served from the prefix cache); else None
+    per_request: dict[str, np.ndarray] | None = None
 
     def percentile(self, metric: str, q: str) -> float:
         """metric ttft | itl | tpot | e2e; q mean | p50 | p90 | p95 | p99 (ms)."""
@@ -209,12 +224,17 @@ def default_requests(arrivals: Arrivals, cap: int) -> int:
 
 def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Lengths, arrivals: Arrivals,
              prefix_cache_hit_rate: float = 0.0, seed: int = 0, n_requests: int | None = None,
-             slo: RequestSlo | None = None, staggered: bool = True) -> SimResult:
+             slo: RequestSlo | None = None, staggered: bool = True, *,
+             requests: GivenRequests | None = None) -> SimResult:
     """Simulate one replica (cfg: its GPUs, precision, max_num_seqs, max_num_batched_tokens) serving
     requests of these lengths arriving as `arrivals`. See the module docstring for the rules.
     `staggered` (closed loop): the users start at random times over one request's lifetime (the
     analytic model's steady state); False starts them together (a benchmark's lockstep rounds).
-    `n_requests`: None = default_requests(). Same seed, same result."""
+    `n_requests`: None = default_requests(). Same seed, same result. `requests`: replay these recorded
+    requests instead of sampling (lengths capped to the KV cache; `arrivals` must be a burst, which
+    measures every request)."""
+    if requests is not None and arrivals.kind != "burst":
+        raise ValueError("recorded requests are replayed with Arrivals.burst (every request measured)")
     shape = WorkloadShape(prompt.mean, output.mean, prompt.p95, output.p95, prefix_cache_hit_rate)
     c = _ctx(catalog, cfg, shape)
     max_seqs, budget_tokens, _ = _engine_limits(catalog, cfg)
@@ -239,7 +259,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     block_bytes = c.fit.kv_cache_bytes_per_token / model.num_layers * group * blk
     total_blocks = int(c.fit.kv_cache_gib_available * GIB // block_bytes)
     rng = np.random.default_rng(seed)
-    n = n_requests or default_requests(arrivals, max_seqs)
+    n = (requests.send_s.size if requests is not None else 0) or n_requests or default_requests(arrivals, max_seqs)
     # longest sequence the engine accepts: the KV cache (and max_model_len ~ prompt p95 + output p95)
     max_len = max(2, min((total_blocks - sw_groups * win_blocks) // max(full_groups, 1) * blk,
                          c.fit.context_tokens))
@@ -249,6 +269,10 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     hit = min(max(prefix_cache_hit_rate, 0.0), 0.999)
     # prefix-cache hits: whole blocks of a shared prefix, resident once (its blocks are not per request)
     H = (np.floor(P * hit / blk) * blk).astype(np.int64)
+    if requests is not None:
+        P = np.clip(requests.prompt_tokens.astype(np.int64), 1, max_len - 1)
+        OUT = np.maximum(np.minimum(requests.output_tokens.astype(np.int64), max_len - P), 1)
+        H = (np.minimum(requests.prefix_hit_tokens.astype(np.int64), P) // blk) * blk
     H = np.minimum(H, ((P - 1) // blk) * blk)
     shared_blocks = int(H.max() // blk) * max(full_groups, 1) if n else 0
     free = total_blocks - shared_blocks
@@ -259,6 +283,8 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     if arrivals.kind == "poisson":
         send = np.cumsum(rng.exponential(1.0 / max(arrivals.value, 1e-12), n))
         send -= send[0]
+    if requests is not None:
+        send = requests.send_s.astype(float).copy()
     n_users = int(arrivals.value) if arrivals.kind == "closed" else 0
     arrive = np.full(n, math.inf)  # engine arrival
     last_handoff = -math.inf
@@ -478,8 +504,12 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                         send[issued] = t
                         issued += 1
     _LAST_ITERATIONS[0] = iterations
-    return _result(arrivals, P, OUT, send, arrive, T1, T2, gap_v, gap_w, log_t, log_tok, preemptions, steps,
-                   busy_running, t, max_running, total_blocks, stable, slo, n_users)
+    res = _result(arrivals, P, OUT, send, arrive, T1, T2, gap_v, gap_w, log_t, log_tok, preemptions, steps,
+                  busy_running, t, max_running, total_blocks, stable, slo, n_users)
+    if requests is None:
+        return res
+    return replace(res, per_request={"send_s": send, "first_token_s": T1, "last_token_s": T2,
+                                     "prompt_tokens": P, "output_tokens": OUT, "prefix_hit_tokens": H})
 
 
 _EMPTY = np.zeros(0)

@@ -96,11 +96,21 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
 
         main = Search(main.strategy, tune_finalists(problem, main.feasible, cost_key),
                       main.rejections)
+    fleet = None
+    if w.classes or stack.trace is not None:  # replay the traffic over the finalists (issue 33)
+        from sizing.perf.replay import replay
+        from sizing.planning.fleet import replayed_finalists
+
+        feas, fleet = replayed_finalists(problem, main.feasible, cost_key, stack.trace,
+                                         w.trace.routing if w.trace else None, replay)
+        main = Search(main.strategy, feas, main.rejections)
     others = {s: search(problem, s, scale)
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {
         s: Search(s, [e for e in main.feasible if strategy_of(e.cand.instance) == s], [])
         for s in ("scale-up", "scale-out")}
-    return build_plan(cat, model, stack, strat, main, others, demand, scale)
+    from sizing.planning.class_results import attach
+
+    return attach(build_plan(cat, model, stack, strat, main, others, demand, scale), stack, fleet, stack.trace)
 
 
 def check_context(model: ModelArch, w: WorkloadSpec) -> None:

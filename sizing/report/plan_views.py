@@ -11,6 +11,7 @@ from sizing.humanize import num, plural, usd
 from sizing.perf.binding import LABELS
 from sizing.perf.cold_start import cold_start
 from sizing.report.format import md_table, money
+from sizing.report.traffic_views import CLASS_HEADERS, class_lines, class_rows, fleet_lines, trace_lines
 
 if TYPE_CHECKING:
     from sizing.plan import Plan, Pool
@@ -269,6 +270,21 @@ def render_table(plan: Plan, console: Any) -> None:
                 g.add_row(k, v)
             console.print(f"[bold]pool {p.name}[/bold]")
             console.print(g)
+    for line in trace_lines(plan):
+        console.print(line, overflow="fold")
+    if plan.classes and wide:
+        ct = Table(title="Classes: predicted percentiles against targets")
+        for h in CLASS_HEADERS:
+            ct.add_column(h, overflow="fold")
+        for r in class_rows(plan):
+            ct.add_row(*r)
+        console.print(ct)
+    elif plan.classes:
+        console.print("Classes: predicted percentiles against targets")
+        for line in class_lines(plan):
+            console.print(f"  {line}", overflow="fold")
+    for line in fleet_lines(plan):
+        console.print(line, overflow="fold")
     tt = Table(title="Cost")
     tt.add_column("figure")
     tt.add_column("value", justify="right")
@@ -315,6 +331,11 @@ def render_markdown(plan: Plan) -> str:
     parts += [f"- binds: {p.name}: {p.per_replica.binds}" for p in plan.pools if p.per_replica.binds]
     parts += [f"- spares: {redundancy_line(p)}" for p in plan.pools]
     parts += [f"- cold start: {cold_start_line(plan, p)}" for p in plan.pools]
+    parts += [f"- {line}" for line in trace_lines(plan)]
+    if plan.classes:
+        parts += ["", "**Classes: predicted percentiles against targets**", "",
+                  md_table(CLASS_HEADERS, class_rows(plan))]
+    parts += [f"- {line}" for line in fleet_lines(plan)]
     parts += ["", md_table(["figure", "value"], [list(r) for r in totals_rows(plan)])]
     if plan.purchase_options:
         parts += ["", f"**{PURCHASE_TITLE}**", "", md_table(PURCHASE_HEADERS, purchase_rows(plan))]

@@ -1,0 +1,128 @@
+"""The plan's per-class results (`Plan.classes`), its trace summary (`Plan.trace`) and replayed fleet
+(`Plan.fleet`), from the fleet search (sizing.planning.fleet) or, for a single-class stack without a
+trace, from the pools' predicted percentiles at the planned load (the analytic model; a p90 target is
+checked against the predicted p95, which is never below it)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from sizing.plan import ClassResult, ClassTarget, FleetChoice, Percentiles, Plan, TraceSummary
+
+if TYPE_CHECKING:
+    from sizing.planning.fleet import FleetOutcome
+    from sizing.stack import Stack
+    from sizing.traffic.reader import Trace
+
+METRICS = ("ttft", "itl", "tpot", "e2e")
+
+
+def _pct(d: dict[str, float]) -> Percentiles:
+    return Percentiles(p50=round(d["p50"], 3), p95=round(d["p95"], 3), p99=round(d["p99"], 3))
+
+
+def _targets(ts: tuple[tuple[str, str, float], ...]) -> list[ClassTarget]:
+    return [ClassTarget(metric=m, percentile=q, ms=v) for m, q, v in ts]
+
+
+def _analytic_class(plan: Plan) -> ClassResult:
+    """The single class, from the pools (the slowest pool's figure where a mix has two)."""
+    w = plan.workload
+    pred: dict[str, dict[str, float]] = {}
+    for m in METRICS:
+        d = {}
+        for q in ("p50", "p95", "p99"):
+            key = f"{m}_ms" if (m, q) == ("ttft", "mean") else f"{m}_{q}_ms"
+            d[q] = max(float(getattr(p.per_replica, key)) for p in plan.pools)
+        d["p90"] = d["p95"]
+        pred[m] = d
+    ts = w.slo.targets()
+    met = all(pred[m][q] <= v for m, q, v in ts)
+    rate = float(plan.demand.get("requests_per_s") or 0.0)
+    return ClassResult(name="default", requests_per_s=round(rate, 4), targets=_targets(ts),
+                       ttft_ms=_pct(pred["ttft"]), itl_ms=_pct(pred["itl"]), tpot_ms=_pct(pred["tpot"]),
+                       e2e_ms=_pct(pred["e2e"]), slo_met=met, source="analytic model at the planned load",
+                       replicas=sum(p.replicas_for_demand for p in plan.pools))
+
+
+def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | None) -> Plan:
+    """The plan with `classes` (always), `trace` and `fleet` (a trace or multi-class stack)."""
+    w = stack.workload
+    if fleet is None:
+        return plan.model_copy(update={"classes": [_analytic_class(plan)]})
+    by_name = {c.name: c for c in w.request_classes}
+    classes = []
+    for c in fleet.classes:
+        ts = (by_name[c.name].slo.targets() if c.name in by_name and c.kind == "interactive" and w.classes
+              else (() if c.kind == "batch" else w.slo.targets()))
+        classes.append(ClassResult(
+            name=c.name, kind=c.kind, requests_per_s=c.requests_per_s, targets=_targets(ts),
+            ttft_ms=_pct(c.predicted["ttft_ms"]), itl_ms=_pct(c.predicted["itl_ms"]),
+            tpot_ms=_pct(c.predicted["tpot_ms"]), e2e_ms=_pct(c.predicted["e2e_ms"]), slo_met=c.slo_met,
+            source=("step-level simulation at saturation" if c.kind == "batch" else
+                    f"replay over {c.replicas} replicas ({fleet.routing})"),
+            replicas=c.replicas, deadline_hours=c.deadline_hours, time_to_finish_hours=c.time_to_finish_hours))
+    summary = None
+    if trace is not None:
+        from sizing.traffic.stats import trace_stats
+
+        st = trace_stats(trace)
+        summary = TraceSummary.model_validate({**st.as_dict(), "prefix_hit_share_planned": fleet.prefix_hit_share,
+                                               "time_scale": w.trace.time_scale if w.trace else 1.0})
+    diff = fleet.replicas - fleet.mean_based_replicas
+    if summary is not None and summary.mean_requests_per_s:
+        mean = summary.mean_requests_per_s
+        why = (f"the trace's busiest minute is {summary.peak_requests_per_s_60s / mean:.1f}× its mean rate and its "
+               f"busiest second {summary.peak_requests_per_s_1s / mean:.0f}×")
+    elif trace is not None:
+        why = ""
+    else:
+        why = "each class's own targets are checked on its own requests, not on the mix's mean"
+    difference = ("the same as the mean-based plan" if diff == 0 else
+                  f"{abs(diff)} replica(s) {'more' if diff > 0 else 'fewer'} than the mean-based plan "
+                  f"({fleet.mean_based_replicas})"
+                  + (f": {why}" if why else ""))
+    if fleet.prefix_hit_share > 0:
+        difference += f"; the replicas' prefix caches served {fleet.prefix_hit_share:.0%} of prompt tokens"
+    auto = _autoscaling(plan.model_copy(update={"classes": classes}), fleet, trace)
+    choice = FleetChoice.model_validate(dict(
+        layout=fleet.layout, why=fleet.why, routing=fleet.routing, replicas=fleet.replicas,
+        replicas_by_class=fleet.replicas_by_class, mean_based_replicas=fleet.mean_based_replicas,
+        difference=difference, replays=fleet.replays, replay_s_per_fleet=fleet.replay_s_per_fleet,
+        search_s=fleet.search_s, clipped_requests=fleet.clipped_requests, **auto))
+    return plan.model_copy(update={"classes": classes, "trace": summary, "fleet": choice})
+
+
+def _autoscaling(plan: Plan, fleet: FleetOutcome, trace: Trace | None) -> dict[str, object]:
+    """KEDA bounds from the trace's load over time: each replica carries the busiest minute's rate ÷ the
+    fleet; min = the quietest minute's need; max = the fleet with its headroom; warm standby = the replicas
+    the busiest rise of the per-minute rate within one cold start needs beyond the quietest minute's."""
+    if trace is None or trace.requests < 2 or not plan.pools:
+        return {}
+    import numpy as np
+
+    from sizing.traffic.stats import peak_rate
+
+    pool = plan.pools[0]
+    cold = max(pool.per_replica.cold_start_s, 1.0)
+    a = trace.arrival_s
+    minute = np.searchsorted(a, a + 60.0, side="left") - np.arange(a.size)  # arrivals in the next 60 s
+    per_replica = peak_rate(a, 60.0) / max(fleet.replicas, 1)  # requests/s one replica carried at the peak
+    need = np.ceil(minute / 60.0 / max(per_replica, 1e-9) - 1e-9)
+    lo = int(max(1, need.min()))
+    ahead = np.searchsorted(a, a + cold, side="left")
+    rise = float(max(float(need[min(j, a.size - 1)] - need[i]) for i, j in enumerate(ahead))) if a.size else 0.0
+    warm = int(min(max(math.ceil(rise), 0), max(fleet.replicas - lo, 0)))
+    mn = min(lo + warm, fleet.replicas)
+    # a queue of q requests delays a new one by about q ÷ the replica's rate at the busiest minute; the TTFT
+    # headroom the replay left (target p95 − replayed p95) bounds the queue that may stand
+    ttft = [(t.ms, c.ttft_ms.p95) for c in plan.classes for t in c.targets
+            if (t.metric, t.percentile) == ("ttft", "p95")]
+    headroom_s = min((max(a_ - b, 0.0) for a_, b in ttft), default=0.0) / 1000.0
+    q = int(max(1, math.floor(headroom_s * per_replica)))
+    return {"autoscaling_min_replicas": mn, "autoscaling_max_replicas": max(pool.replicas_max, fleet.replicas),
+            "warm_standby_replicas": warm, "queue_threshold": q,
+            "autoscaling_why": (f"quietest minute needs {lo} replica(s); the busiest rise within one cold start "
+                                f"({cold:.0f} s) needs {warm} more, kept warm; max is the node group's; a queue of "
+                                f"{q} per replica uses the TTFT headroom at the busiest minute's rate")}
