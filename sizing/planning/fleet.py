@@ -72,7 +72,7 @@ class FleetOutcome:
 def replica_config(model: ModelArch, ev: Evaluated, w: WorkloadSpec) -> ReplicaConfig:
     t = ev.tuning
     return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
-                         pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.engine,
+                         pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine,
                          interconnect=ev.cand.instance.gpu_interconnect,
                          max_num_seqs=t.max_num_seqs if t else None,
                          max_num_batched_tokens=t.max_num_batched_tokens if t else None)
@@ -166,7 +166,7 @@ def batch_replicas(problem: PlanningProblem, cfg: ReplicaConfig, c: RequestClass
     """A batch class's replicas: its requests over the deadline at one replica's saturated throughput
     (the step-level simulation with max_num_seqs requests always in flight)."""
     assert c.batch is not None
-    eng = problem.catalog.engine(problem.workload.engine)
+    eng = problem.catalog.engine(problem.workload.single_engine)
     seqs = int(cfg.max_num_seqs or eng.default_max_num_seqs)
     r = simulate(problem.catalog, cfg, Lengths(c.prompt_tokens.mean, c.prompt_tokens.p95),
                  Lengths(c.output_tokens.mean, c.output_tokens.p95), Arrivals.closed(seqs), seed=0)
