@@ -59,7 +59,7 @@ def engine_flags(v: VllmSettings) -> list[str]:
     if not v.enable_prefix_caching:
         out.append("--disable-radix-cache")
     if v.quantization:
-        out += ["--quantization", v.quantization]
+        out += ["--quantization", _values().get("quantization", {}).get(v.quantization, v.quantization)]
     return out
 
 

@@ -165,8 +165,11 @@ def test_missing_column_names_file_and_column(tmp_path: Path) -> None:
 
 def test_short_row_and_newer_schema_version(tmp_path: Path) -> None:
     p = _copy(tmp_path, "node_daemonsets.csv")
-    p.write_text(p.read_text(encoding="utf-8") + "broken,kube-system,yes\n", encoding="utf-8")
-    with pytest.raises(LlmcapError, match=r"node_daemonsets\.csv row 6 \(line 7\): no value for cpu_millicores"):
+    text = p.read_text(encoding="utf-8")
+    line = len(text.splitlines()) + 1  # the appended row's line; rows count from 1 after the header
+    p.write_text(text + "broken,kube-system,yes\n", encoding="utf-8")
+    with pytest.raises(LlmcapError, match=rf"node_daemonsets\.csv row {line - 1} \(line {line}\): no value for "
+                                          r"cpu_millicores"):
         load_catalog(tmp_path).node_daemonsets  # noqa: B018
     d2 = tmp_path / "v"
     d2.mkdir()

@@ -70,6 +70,17 @@ def test_every_plan_field_maps_to_its_flag() -> None:
     assert "--disable-radix-cache" in out and "--quantization" not in out and "lpm" in out
 
 
+def test_online_fp8_takes_sglangs_own_name() -> None:
+    """vLLM 0.33.0 calls online FP8 `fp8_per_tensor` (the plan's name); SGLang 0.5.23 accepts only `fp8` for it,
+    so an FP8 SGLang pool must not inherit vLLM's name (infra/data/sglang_values.yaml quantization)."""
+    v = make_pool(precision="fp8").vllm.model_copy(update={"quantization": "fp8_per_tensor"})
+    out = engine_flags(v)
+    assert flag_values(out)["--quantization"] == "fp8"
+    check_args(out)
+    kept = v.model_copy(update={"quantization": "awq_marlin"})
+    assert flag_values(engine_flags(kept))["--quantization"] == "awq_marlin"
+
+
 def test_the_rebuilt_parser_resolves_as_the_release_does() -> None:
     ns = parser().parse_args(["--model-path", "m", "--tp", "4", "--mem-fraction-static", "0.88", "--enable-metrics"])
     assert (ns.tp_size, ns.mem_fraction_static, ns.enable_metrics) == (4, 0.88, True)

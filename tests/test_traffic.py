@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from sizing.errors import SpecError
+from sizing.plan import SCHEMA_VERSION
 from sizing.traffic.reader import read_trace
 from sizing.traffic.stats import trace_stats
 
@@ -132,7 +133,7 @@ def test_single_class_plan_carries_classes() -> None:
     assert [c.name for c in p.classes] == ["default"]
     c = p.classes[0]
     assert c.slo_met and c.ttft_ms.p95 <= 1000 and {t.metric for t in c.targets} == {"ttft", "itl"}
-    assert p.trace is None and p.fleet is None and p.schema_version == 3
+    assert p.trace is None and p.fleet is None and p.schema_version == SCHEMA_VERSION
 
 
 def test_two_class_stack_plans_each_class() -> None:
