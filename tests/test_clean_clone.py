@@ -277,7 +277,8 @@ def test_catalog_refresh_and_calibration_change_nothing_until_plan_write(
         clone: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sizing.perf.overlay import Overlay, OverlayEntry, overlay_path
 
-    secrets = {"llmcap:api_key": "k" * 64}
+    # the README cloud block sets both secrets; dev serves a gated Meta checkpoint, so the fit check needs the token
+    secrets = {"llmcap:api_key": "k" * 64, "llmcap:hf_token": "hf_" + "t" * 34}
     # the README's deployment settings (the EKS API from this address, the Docker Hub credential), saved
     stack_file = clone / "stacks" / "Pulumi.dev.yaml"
     config_set_path(stack_file, "llmcap:deployment.cluster_endpoint_public_access_cidrs[0]", "203.0.113.7/32")
