@@ -19,8 +19,8 @@ if _ROOT not in sys.path:
 
 import pulumi  # noqa: E402
 
-from infra.fit import NotDeployable  # noqa: E402
-from infra.image_lock import resolve_pins  # noqa: E402
+from infra.config.image_lock import resolve_pins  # noqa: E402
+from infra.fit.check import NotDeployable  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog.weights_source import require_weights_source  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402

@@ -1,6 +1,6 @@
 """Single-server target: `llmcap render STACK_FILE --target compose --out DIR` writes
 DIR/docker-compose.yml for one GPU server: the official vLLM OpenAI image at the pinned tag with
-all GPUs, `ipc: host`, the same plan-derived flags as the EKS pods (infra/vllm_args.py), the API
+all GPUs, `ipc: host`, the same plan-derived flags as the EKS pods (infra/kubernetes/vllm_args.py), the API
 key from an env file, and Prometheus scraping vLLM. Pure Python: no pulumi import.
 
 Hardened: `docker compose up` refuses to start without a non-empty `VLLM_API_KEY` (`${VAR:?}`
@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from infra import settings, sglang_args
-from infra.engines import SGLANG, engine_of
-from infra.k8s_common import RUN_AS_UID
-from infra.serving import startup_budget_s
-from infra.vllm_args import ModelSource, check_args, serve_args
+from infra.config import settings
+from infra.kubernetes import sglang_args
+from infra.kubernetes.engines import SGLANG, engine_of
+from infra.kubernetes.k8s_common import RUN_AS_UID
+from infra.kubernetes.serving import startup_budget_s
+from infra.kubernetes.vllm_args import ModelSource, check_args, serve_args
 
 if TYPE_CHECKING:
-    from infra.image_lock import ImagePins
+    from infra.config.image_lock import ImagePins
     from sizing.plan import Plan, Pool
 
 ENV_FILE = ".env"
@@ -96,7 +97,7 @@ COMPOSE_IMAGES = ("vllm", "prometheus")  # the images the compose target runs
 
 
 def build(plan: Plan, pins: ImagePins) -> ComposeFiles:
-    """The compose files; `pins`: the image digests from the image lock (infra/image_lock.py)."""
+    """The compose files; `pins`: the image digests from the image lock (infra/config/image_lock.py)."""
     pool = single_server_pool(plan)
     start_period_s = startup_budget_s(pool)
     hc, obs = settings.policy().compose_healthcheck, settings.policy().observability

@@ -10,30 +10,30 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
-from infra import exports, settings
-from infra.addons import ClusterAddons, ClusterAddonsArgs
-from infra.addons_iam import cluster_autoscaler_identity
-from infra.cluster import EksCluster, EksClusterArgs
-from infra.ecr import PullThroughCache, PullThroughCacheArgs
-from infra.efa import uses_efa
-from infra.endpoint_certificate import EndpointCertificate
-from infra.fit import FitContext, NotDeployable, check_deployable
-from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
-from infra.names import (
+from infra.aws.addons_iam import cluster_autoscaler_identity
+from infra.aws.cluster import EksCluster, EksClusterArgs
+from infra.aws.ecr import PullThroughCache, PullThroughCacheArgs
+from infra.aws.efa import uses_efa
+from infra.aws.endpoint_certificate import EndpointCertificate
+from infra.aws.network import Network, NetworkArgs, choose_az_ids
+from infra.aws.nodegroups import GpuNodeGroups, GpuNodeGroupsArgs
+from infra.aws.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
+from infra.config import exports, settings
+from infra.config.names import (
     NAMESPACE,
     SERVING_SERVICE_ACCOUNT,
     WEIGHTS_LOADER_SERVICE_ACCOUNT,
     served_checkpoints,
     weights_prefix,
 )
-from infra.network import Network, NetworkArgs, choose_az_ids
-from infra.nodegroups import GpuNodeGroups, GpuNodeGroupsArgs
-from infra.platform import load_platform
-from infra.registry import upstreams_needed
-from infra.storage import READ_ACTIONS, WRITE_ACTIONS, PodAccess, WeightsStore, WeightsStoreArgs
+from infra.config.platform import load_platform
+from infra.config.registry import upstreams_needed
+from infra.fit.check import FitContext, NotDeployable, check_deployable
+from infra.kubernetes.components.addons import ClusterAddons, ClusterAddonsArgs
+from infra.kubernetes.components.kubernetes_app import KubernetesApp, KubernetesAppArgs
 
 if TYPE_CHECKING:
-    from infra.image_lock import ImagePins
+    from infra.config.image_lock import ImagePins
     from infra.render import RenderResult
     from sizing.catalog.lookup import Catalog
     from sizing.plan import Plan
@@ -89,10 +89,10 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
                   deploying: bool = False) -> dict[str, Any]:
     """Create every resource for `stack` as planned; return the stack outputs (name -> value/Output).
 
-    `pins`: the image digests the stack deploys (infra/image_lock.py `resolve_pins`, read by the caller
+    `pins`: the image digests the stack deploys (infra/config/image_lock.py `resolve_pins`, read by the caller
     from the image lock beside the stack file).
 
-    Runs the deployability check first (infra/fit.py): when the plan would not come up, raises
+    Runs the deployability check first (infra/fit/check.py): when the plan would not come up, raises
     NotDeployable (one line per problem) before any resource is registered. `deploying`: a real
     `pulumi preview`/`up` (infra/__main__.py), where the rules that need the machine's reach and the
     account's secrets apply too (EKS API reachable, Docker Hub credential); False for an offline render."""

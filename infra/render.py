@@ -84,7 +84,7 @@ OUTPUT_HOOKS: dict[str, Callable[[dict[str, Any], str, str], dict[str, Any]]] = 
     "aws:eks/nodeGroup:NodeGroup": lambda i, n, r: {
         "nodeGroupName": i.get("nodeGroupName") or n,
         "resources": [{"autoscalingGroups": [{"name": f"eks-{n}-{_short_hash(n, n=12)}"}]}]},
-    # the tls provider computes keys and certificates at `pulumi up` (infra/endpoint_certificate.py)
+    # the tls provider computes keys and certificates at `pulumi up` (infra/aws/endpoint_certificate.py)
     "tls:index/privateKey:PrivateKey": lambda i, n, r: {"privateKeyPem": f"(private key {n}, made at pulumi up)"},
     "tls:index/certRequest:CertRequest": lambda i, n, r: {"certRequestPem": f"(CSR {n}, made at pulumi up)"},
     "tls:index/selfSignedCert:SelfSignedCert": lambda i, n, r: {"certPem": f"(PEM of the CA {n}, made at pulumi up)"},
@@ -192,8 +192,8 @@ def write_outputs_json(result: RenderResult, out: Path) -> list[Path]:
 
 
 def write_kubernetes_manifests(result: RenderResult, out: Path) -> list[Path]:
-    """DIR/manifests/*.yaml (one Kubernetes object per file) and DIR/helm/*.yaml; see infra/manifests.py."""
-    from infra.manifests import write_manifests
+    """DIR/manifests/*.yaml (one Kubernetes object per file) and DIR/helm/*.yaml; see infra/kubernetes/manifests.py."""
+    from infra.kubernetes.manifests import write_manifests
 
     return write_manifests(resources_document(result), out)
 

@@ -159,7 +159,7 @@ def build_offerings(types: list[str]) -> None:
 def build_efa_network_cards(types: list[str]) -> None:
     """infra/data/efa_network_cards.csv: per EFA instance type, its network cards (one EFA interface
     each, `MaximumNetworkCards`, and `EfaInfo.MaximumEfaInterfaces`) from moto's copy of
-    DescribeInstanceTypes; infra/efa.py renders the launch template's interfaces from it."""
+    DescribeInstanceTypes; infra/aws/efa.py renders the launch template's interfaces from it."""
     import moto  # dev dependency; only this offline script reads its data
 
     path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"

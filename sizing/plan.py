@@ -28,7 +28,8 @@ class _M(BaseModel):
 
 class VllmSettings(_M):
     """Engine settings for one pool; infra/ maps them to the pool's engine flags in one place
-    (infra/vllm_args.py for vLLM; infra/sglang_args.py for SGLang: max_num_seqs is --max-running-requests,
+    (infra/kubernetes/vllm_args.py for vLLM; infra/kubernetes/sglang_args.py for SGLang: max_num_seqs is
+    --max-running-requests,
     max_num_batched_tokens --chunked-prefill-size, gpu_memory_utilization --mem-fraction-static)."""
 
     model: str  # the Hugging Face id to serve

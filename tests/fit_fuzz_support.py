@@ -21,9 +21,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from infra.fit import FitContext, check_deployable
-from infra.fit_rules import effective_requests, pool_views
-from infra.weights import copy_job
+from infra.fit.check import FitContext, check_deployable
+from infra.fit.rules import effective_requests, pool_views
+from infra.kubernetes.weights import copy_job
 from sizing.catalog.lookup import Catalog
 from sizing.errors import LlmcapError
 from sizing.planning.allocatable import node_allocatable
@@ -119,14 +119,14 @@ def recount(fit: FitContext) -> list[str]:
 
 
 def _where(p: Any) -> Any:
-    from infra.names import weights_prefix
-    from infra.weights import WeightsLocation
+    from infra.config.names import weights_prefix
+    from infra.kubernetes.weights import WeightsLocation
 
     return WeightsLocation("bucket", weights_prefix(p.vllm.model))
 
 
 def _platform(fit: FitContext) -> Any:
-    from infra.platform import load_platform
+    from infra.config.platform import load_platform
 
     return load_platform(fit.stack.deployment)
 

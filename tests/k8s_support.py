@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from infra.manifests import kubernetes_objects
+from infra.kubernetes.manifests import kubernetes_objects
 from infra.render import RenderResult, resources_document
 from sizing.stack import load_stack
 

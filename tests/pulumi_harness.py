@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from infra.image_lock import ImagePins, resolve_pins
+from infra.config.image_lock import ImagePins, resolve_pins
 from infra.program import render_stack, resource_prefix
 from infra.render import RenderedResource, RenderResult
 from sizing.catalog.lookup import Catalog, load_catalog

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from infra.efa import efa_cards
+from infra.aws.efa import efa_cards
 from sizing.catalog.lookup import load_catalog
 from sizing.catalog.paths import BUNDLED_DIR
 from sizing.cli import app

@@ -20,7 +20,7 @@ import pulumi
 import pytest
 from typer.testing import CliRunner
 
-from infra import exports
+from infra.config import exports
 from sizing.planning.saved_plan import SavedPlan
 from tests import pulumi_harness as h
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from infra.compose import ComposeTargetError, build, write_compose
-from infra.vllm_args import ModelSource, serve_args
+from infra.kubernetes.vllm_args import ModelSource, serve_args
 from tests.plan_factory import make_plan, make_pool
 from tests.pulumi_harness import pins
 

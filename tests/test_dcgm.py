@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from infra import settings
-from infra.k8s_common import serving_name
-from infra.names import GPU_TAINT_KEY
+from infra.config import settings
+from infra.config.names import GPU_TAINT_KEY
+from infra.kubernetes.k8s_common import serving_name
 from sizing.planning.allocatable import daemonset_request
 from tests.k8s_support import STACK_IDS, objects, rendered
 

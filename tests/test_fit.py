@@ -7,7 +7,7 @@ import sys
 
 
 def test_fit_module_imports_without_pulumi() -> None:
-    code = ("import sys, infra.fit as f; f.load_rules(); "
+    code = ("import sys, infra.fit.check as f; f.load_rules(); "
             "bad = [m for m in sys.modules if m == 'pulumi' or m.startswith('pulumi.')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -16,7 +16,7 @@ def test_fit_module_imports_without_pulumi() -> None:
 def test_rule_registry_rejects_duplicate_ids() -> None:
     import pytest
 
-    from infra.fit import RULES, fit_rule
+    from infra.fit.check import RULES, fit_rule
 
     @fit_rule("test-only-rule")
     def one(ctx):  # type: ignore[no-untyped-def]
@@ -36,7 +36,7 @@ def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> No
     import pytest
 
     import infra.render
-    from infra.fit import RULES, FitProblem, NotDeployable, fit_rule
+    from infra.fit.check import RULES, FitProblem, NotDeployable, fit_rule
     from infra.program import Secrets, build_program
     from infra.render import run_mocked
     from sizing.planning.planner import plan_stack

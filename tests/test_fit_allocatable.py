@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.k8s_common import serving_name
+from infra.kubernetes.k8s_common import serving_name
 from sizing.catalog.lookup import load_catalog
 from sizing.planning.allocatable import (
     kube_reserved_cpu_millicores,
@@ -112,7 +112,7 @@ def test_serving_pods_leave_a_tenth_of_the_node_for_daemonsets_added_later(stack
 
 
 def test_the_fit_table_shows_the_reserve_for_later_daemonsets() -> None:
-    from infra.fit import FitContext, check_deployable
+    from infra.fit.check import FitContext, check_deployable
     from tests import pulumi_harness as h
 
     result, _ = rendered("dev")

@@ -22,7 +22,7 @@ def test_llama405b_cluster_has_no_subnet_in_use1_az3() -> None:
 
 
 def test_every_bundled_cluster_avoids_disallowed_az_ids() -> None:
-    from infra.az_choice import eks_disallowed_az_ids
+    from infra.config.az_choice import eks_disallowed_az_ids
 
     for name in h.BUNDLED_STACKS:
         result = h.bundled(name)

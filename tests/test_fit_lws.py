@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from infra.k8s_common import serving_name
+from infra.kubernetes.k8s_common import serving_name
 from tests.k8s_support import find, objects, rendered
 
 GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"

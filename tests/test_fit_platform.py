@@ -1,4 +1,4 @@
-"""The platform rules of the deployability check (infra/fit_rules_platform.py): the EKS API reachable
+"""The platform rules of the deployability check (infra/fit/platform_rules.py): the EKS API reachable
 from where `pulumi up` runs (issue 14 item 6), every image from the pull-through cache or the user's
 registry and pinned (item 9), every pinned component supporting the cluster's Kubernetes minor (item 10)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from infra.fit import FitContext, check_deployable
-from infra.fit_rules_platform import endpoint_unreachable
+from infra.fit.check import FitContext, check_deployable
+from infra.fit.platform_rules import endpoint_unreachable
 from sizing.deployment import DeploymentOptions
 from sizing.stack import stack_from_config
 from tests import pulumi_harness as h
@@ -85,7 +85,7 @@ def test_cluster_keeps_private_access_and_opens_public_access_only_to_the_given_
 # --- item 9: image sources ------------------------------------------------------------------------------
 
 def test_docker_hub_images_without_a_credential_or_registry_are_refused_at_deploy_time() -> None:
-    from infra.fit_rules_platform import image_source
+    from infra.fit.platform_rules import image_source
 
     (p,) = image_source(ctx())
     assert p.rule == "image-source" and "vllm/vllm-openai" in p.message and "docker_hub_credential_arn" in p.message
@@ -96,8 +96,8 @@ def test_docker_hub_images_without_a_credential_or_registry_are_refused_at_deplo
 
 
 def test_an_unpinned_image_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from infra import settings
-    from infra.fit_rules_platform import image_source
+    from infra.config import settings
+    from infra.fit.platform_rules import image_source
 
     real = settings.image
     monkeypatch.setattr(settings, "image", lambda k: settings.Image("lmcache/lmstack-router", "latest")
@@ -107,7 +107,7 @@ def test_an_unpinned_image_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_fit_table_reports_images_deployed_by_tag() -> None:
-    from infra.image_lock import ImagePins
+    from infra.config.image_lock import ImagePins
 
     c = ctx(deploying=False)
     c.extra["image_pins"] = ImagePins(digests={}, unpinned=("router",), lock_file="stacks/images.lock.json")
@@ -118,8 +118,8 @@ def test_the_fit_table_reports_images_deployed_by_tag() -> None:
 # --- issue 32: the pinned Service range ------------------------------------------------------------------
 
 def test_the_cluster_pins_its_service_range_outside_the_vpc() -> None:
-    from infra.fit_rules_platform import service_cidr_overlap
-    from infra.platform import load_platform
+    from infra.config.platform import load_platform
+    from infra.fit.platform_rules import service_cidr_overlap
 
     cidr = load_platform().service_ipv4_cidr
     result = h.render(stack(), make_plan(stack="t"))

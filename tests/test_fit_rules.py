@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from infra.fit import FitContext, check_deployable
+from infra.fit.check import FitContext, check_deployable
 from sizing.catalog.lookup import load_catalog
 from sizing.catalog.paths import BUNDLED_DIR
 from sizing.cli import app
@@ -186,7 +186,7 @@ def test_capacity_below_demand() -> None:
 
 
 def test_lws_exclusive_topology_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    import infra.fit_rules as fr
+    import infra.fit.rules as fr
 
     real = fr.workload
 

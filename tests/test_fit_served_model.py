@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.k8s_common import serving_name
-from infra.manifests import kubernetes_objects
-from infra.names import weights_prefix
+from infra.config.names import weights_prefix
+from infra.kubernetes.k8s_common import serving_name
+from infra.kubernetes.manifests import kubernetes_objects
 from infra.program import render_stack
 from infra.render import resources_document
 from sizing.catalog.lookup import load_catalog

@@ -32,7 +32,7 @@ def test_unpinned_checkpoint_is_a_plan_warning() -> None:
 def test_rollout_await_covers_image_pull_and_weights_sync(monkeypatch: pytest.MonkeyPatch) -> None:
     import pulumi
 
-    from infra import serving
+    from infra.kubernetes import serving
     from infra.program import render_stack
     from sizing.stack import load_stack
     from tests.k8s_support import ROOT

@@ -5,7 +5,7 @@ hold the whole checkpoint."""
 
 from __future__ import annotations
 
-from infra.k8s_common import serving_name
+from infra.kubernetes.k8s_common import serving_name
 from tests.k8s_support import find, objects, rendered
 
 REAL_GIB = {"llama405b": 756.0, "llama70b": 131.4}

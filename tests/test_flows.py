@@ -1,6 +1,6 @@
 """Every flow the system needs (infra/data/flows.yaml) is allowed by the rendered NetworkPolicies of
 every bundled stack, and nothing else is, decided as the VPC CNI's policy agent enforces them
-(infra/flows.py: egress before DNAT, so a Service is matched by its ClusterIP)."""
+(infra/fit/flows.py: egress before DNAT, so a Service is matched by its ClusterIP)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra import flows, netpol, router, smoke
-from infra import settings as infra_settings
-from infra.k8s_common import APP_LABEL, COMPONENT_LABEL, ENDPOINT_LABEL, MONITORING_NAMESPACE, PART_OF_LABEL
-from infra.names import NAMESPACE, POOL_LABEL
-from infra.netpol import WEIGHTS_JOB_LABELS, api_service_ip
-from infra.platform import load_platform
+from infra.config import settings as infra_settings
+from infra.config.names import NAMESPACE, POOL_LABEL
+from infra.config.platform import load_platform
+from infra.fit import flows
+from infra.kubernetes import netpol, router, smoke
+from infra.kubernetes.k8s_common import APP_LABEL, COMPONENT_LABEL, ENDPOINT_LABEL, MONITORING_NAMESPACE, PART_OF_LABEL
+from infra.kubernetes.netpol import WEIGHTS_JOB_LABELS, api_service_ip
 from tests.k8s_support import STACK_IDS, objects
 from tests.plan_factory import make_plan, make_pool
 

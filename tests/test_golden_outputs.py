@@ -103,7 +103,7 @@ def _read_tree(folder: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("stack_id", STACK_IDS)
 def test_render_and_vllm_args(stack_id: str, tmp_path: Path, update_golden: bool) -> None:
-    from infra.manifests import kubernetes_objects
+    from infra.kubernetes.manifests import kubernetes_objects
     from infra.render import write_render
     from tests.k8s_support import rendered
 

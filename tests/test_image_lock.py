@@ -19,8 +19,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from infra.image_lock import ImageLock, ImagePins, deployed_images, lock_path, resolve_pins
-from infra.oci_registry import MANIFEST_TYPES, RegistryError, resolve_digest
+from infra.config.image_lock import ImageLock, ImagePins, deployed_images, lock_path, resolve_pins
+from infra.config.oci_registry import MANIFEST_TYPES, RegistryError, resolve_digest
 from sizing.stack import load_stack
 from tests.isolation import no_local_data
 
@@ -162,7 +162,7 @@ def test_images_lock_writes_every_deployed_images_digest(project: Path, registry
     assert set(lock.images) == set(images) >= {"vllm", "router", "aws_cli", "prometheus",
                                                "aws_load_balancer_controller", "cluster_autoscaler",
                                                "leaderworkerset"}
-    from infra.registry import prefix
+    from infra.config.registry import prefix
 
     for key, img in images.items():
         name = f"{prefix(img.registry)}/{img.image}"
@@ -174,7 +174,7 @@ def test_images_lock_writes_every_deployed_images_digest(project: Path, registry
 
 def test_images_lock_writes_nothing_when_one_image_fails(project: Path, registry: str,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from infra import settings
+    from infra.config import settings
 
     stack_file = project / "stacks" / "Pulumi.dev.yaml"
     set_deployment(stack_file, image_registry=registry)
@@ -194,7 +194,7 @@ def test_images_lock_writes_nothing_when_one_image_fails(project: Path, registry
 
 def fake_lock(path: Path) -> dict[str, str]:
     """A lock as `llmcap images lock` writes it, with made-up digests (tests only)."""
-    from infra.image_lock import LockEntry, upstream_reference, write_lock
+    from infra.config.image_lock import LockEntry, upstream_reference, write_lock
 
     digests = {k: "sha256:" + hashlib.sha256(k.encode()).hexdigest() for k in deployed_images()}
     write_lock(ImageLock(images={k: LockEntry(reference=upstream_reference(img), digest=digests[k],
@@ -240,9 +240,9 @@ def test_a_lock_for_another_tag_is_not_used(project: Path) -> None:
 
 
 def test_the_locked_digests_reach_every_image_and_chart(project: Path) -> None:
-    from infra.addons import cluster_autoscaler_values, load_balancer_controller_values
     from infra.compose import build
-    from infra.registry import ImageRefs
+    from infra.config.registry import ImageRefs
+    from infra.kubernetes.components.addons import cluster_autoscaler_values, load_balancer_controller_values
     from tests.plan_factory import make_plan
 
     digests = fake_lock(project / "stacks" / "images.lock.json")
@@ -258,7 +258,7 @@ def test_the_locked_digests_reach_every_image_and_chart(project: Path) -> None:
     ca = cluster_autoscaler_values("c", "us-east-1", host, pins)["image"]
     assert ca == {"repository": f"{host}/k8s/autoscaling/cluster-autoscaler",
                   "tag": f"v1.35.0@{digests['cluster_autoscaler']}"}
-    from infra.addons import chart_image_values
+    from infra.kubernetes.components.addons import chart_image_values
 
     lws = chart_image_values("leaderworkerset", host, pins)
     assert lws == {"image": {"manager": {"repository": f"{host}/k8s/lws/lws",
@@ -271,7 +271,7 @@ def test_the_locked_digests_reach_every_image_and_chart(project: Path) -> None:
 def test_a_rendered_stack_pulls_every_container_by_digest_through_the_cache(project: Path) -> None:
     """Under Pulumi's mocks: every container of every Kubernetes object llmcap creates, and the
     add-on charts' image values, carry the locked digest and the cache host."""
-    from infra.manifests import kubernetes_objects
+    from infra.kubernetes.manifests import kubernetes_objects
     from infra.program import render_stack
     from infra.render import resources_document
     from sizing.catalog.lookup import load_catalog
@@ -319,7 +319,7 @@ def test_the_leaderworkerset_controller_is_pulled_by_digest_through_the_cache(pr
 
 
 def test_the_fit_table_says_how_images_are_pinned(project: Path) -> None:
-    from infra.fit import FitContext, check_deployable
+    from infra.fit.check import FitContext, check_deployable
     from sizing.catalog.lookup import load_catalog
     from sizing.planning.planner import plan_stack
 
@@ -349,7 +349,7 @@ def test_chart_image_tags_follow_the_pinned_chart_app_versions() -> None:
 
 def test_render_names_the_chart_images_not_yet_locked(project: Path) -> None:
     """Until a chart's sub-images are cached and locked, render says which charts in one line."""
-    from infra import settings
+    from infra.config import settings
 
     assert set(settings.charts_not_locked()) == {"nvidia_device_plugin", "keda", "kube_prometheus_stack"}
     note = ImagePins.charts_note()

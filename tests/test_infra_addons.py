@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from infra import addons, settings
-from infra.addons_iam import AUTOSCALER_DESCRIBE_ACTIONS, AUTOSCALER_SCALE_ACTIONS
-from infra.names import (
+from infra.aws.addons_iam import AUTOSCALER_DESCRIBE_ACTIONS, AUTOSCALER_SCALE_ACTIONS
+from infra.aws.nodegroups import gpu_labels
+from infra.config import settings
+from infra.config.names import (
     CLUSTER_AUTOSCALER_NAMESPACE,
     CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
     GPU_TAINT_KEY,
@@ -22,8 +23,8 @@ from infra.names import (
     LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
     ROLE_LABEL,
 )
-from infra.nodegroups import gpu_labels
-from infra.platform import load_platform
+from infra.config.platform import load_platform
+from infra.kubernetes.components import addons
 from infra.render import RenderedResource, RenderResult
 from tests import pulumi_harness as h
 
@@ -201,7 +202,7 @@ def _dep_names(opts: Any) -> set[str]:
 
 
 def test_router_service_waits_for_the_load_balancer_controller(monkeypatch: pytest.MonkeyPatch) -> None:
-    from infra.components import apply
+    from infra.kubernetes.components import apply
     from sizing.planning.planner import plan_stack
     from sizing.stack import load_stack
 

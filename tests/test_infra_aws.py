@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.names import GPU_LABEL, GPU_TAINT_KEY, NAMESPACE, POOL_LABEL, SERVING_SERVICE_ACCOUNT, weights_prefix
-from infra.platform import load_platform
+from infra.config.names import GPU_LABEL, GPU_TAINT_KEY, NAMESPACE, POOL_LABEL, SERVING_SERVICE_ACCOUNT, weights_prefix
+from infra.config.platform import load_platform
 from infra.render import RenderedResource, RenderResult, resources_document
 from sizing.deployment import DeploymentOptions
 from sizing.stack import stack_from_config
@@ -222,7 +222,7 @@ def test_s3_gateway_endpoint_on_private_route_tables(bundled: RenderResult) -> N
 
 
 def test_stack_outputs_restate_the_plan(bundled: RenderResult) -> None:
-    from infra import exports
+    from infra.config import exports
 
     o = bundled.outputs
     t = bundled.plan.totals
@@ -376,7 +376,7 @@ def test_render_command_module_does_not_import_pulumi() -> None:
 
 
 def test_load_balancer_controller_gets_its_role_through_pod_identity(bundled: RenderResult) -> None:
-    from infra.names import LOAD_BALANCER_CONTROLLER_NAMESPACE, LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT
+    from infra.config.names import LOAD_BALANCER_CONTROLLER_NAMESPACE, LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT
 
     assoc = h.referring(bundled, "aws:eks/podIdentityAssociation:PodIdentityAssociation", "serviceAccount",
                         LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT)
@@ -509,7 +509,7 @@ PTC_RULE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
 
 
 def _container_images(result: RenderResult) -> list[tuple[str, str]]:
-    from infra.manifests import kubernetes_objects
+    from infra.kubernetes.manifests import kubernetes_objects
 
     out = []
     for obj in kubernetes_objects(resources_document(result)):

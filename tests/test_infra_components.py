@@ -124,7 +124,7 @@ def test_one_component_per_concern(case: str) -> None:
 
 
 # the options no golden file shows, as the program set them before the split (wait = the rollout budget
-# of infra/serving.py plus 600 s, in whole minutes; the copy Job: its 6 h activeDeadlineSeconds)
+# of infra/kubernetes/serving.py plus 600 s, in whole minutes; the copy Job: its 6 h activeDeadlineSeconds)
 OPTIONS = {
     "dev": {"deployment-vllm-g6e-xlarge": (("24m", "24m"), ("spec.replicas",)),
             "job-weights-copy": (("360m", "360m"), ())},
@@ -196,27 +196,49 @@ def test_dependencies_stay_as_they_were() -> None:
     assert got == DEV_WAITS
 
 
-PURE = ("autoscaling", "compose", "efa", "fit", "fit_rules", "fit_rules_capacity", "fit_rules_platform", "image_lock",
-        "k8s_common", "manifests", "names", "oci_registry", "netpol", "observability", "platform", "registry", "router",
-        "serving", "settings", "vllm_args", "weights", "az_choice", "exports", "app_objects", "serving_context",
-        "engines", "sglang_args", "flows", "smoke")
+# infra/ grouped by what it talks to (issue 32 part 5): config/ (typed readers of infra/data, names, image
+# references and locks), kubernetes/ (manifest and Helm-value builders; its components/ create them), aws/
+# (ComponentResources of AWS resources, plus pure AWS builders), fit/ (the deployability check), and on top
+# program.py, render.py, compose.py. Pure: everything in config/, fit/ and kubernetes/ outside components/,
+# compose.py, and the AWS builders named here.
+PURE_AWS = ("efa",)
+
+
+def _modules(group: str) -> list[str]:
+    return sorted(f"infra.{group}.{p.stem}" for p in (ROOT / "infra" / group).glob("*.py") if p.stem != "__init__")
+
+
+def pure_modules() -> list[str]:
+    return [*_modules("config"), *_modules("fit"), *_modules("kubernetes"), "infra.compose",
+            *(f"infra.aws.{m}" for m in PURE_AWS)]
 
 
 def test_pure_builders_import_no_pulumi() -> None:
     """The manifest builders shared by the Pulumi program, `llmcap render` and the compose target are
     plain functions: a fresh interpreter that imports them all has no pulumi module loaded."""
+    pure = pure_modules()
+    assert len(pure) > 25 and "infra.kubernetes.serving" in pure and "infra.fit.check" in pure
     code = ("import importlib, json, sys\n"
-            f"for m in {list(PURE)!r}: importlib.import_module('infra.' + m)\n"
+            f"for m in {pure!r}: importlib.import_module(m)\n"
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('pulumi', 'pulumi_aws', 'pulumi_kubernetes', 'boto3'))))")
+            "('pulumi', 'pulumi_aws', 'pulumi_kubernetes', 'pulumi_tls', 'boto3'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(out.stdout) == [], f"a pure builder pulls in a cloud SDK: {out.stdout}"
-    # and every infra module that is not a component or the program is on the list
-    pulumi_modules = {"__main__", "addons", "addons_iam", "cluster", "ecr", "endpoint_certificate", "iam",
-                      "kubernetes_app", "network",
-                      "nodegroups", "program", "render", "storage"}
+    # nothing but the entry points sits flat in infra/ any more
     flat = {p.stem for p in (ROOT / "infra").glob("*.py")} - {"__init__"}
-    assert flat - pulumi_modules == set(PURE), sorted(flat - pulumi_modules ^ set(PURE))
+    assert flat == {"__main__", "program", "render", "compose"}, sorted(flat)
+
+
+def test_aws_and_kubernetes_do_not_import_each_other() -> None:
+    """infra/aws/ talks to AWS, infra/kubernetes/ to the cluster; both read infra/config/ and neither reads the
+    other (the program wires their outputs together)."""
+    from tests.import_graph import import_graph
+
+    g = import_graph(ROOT, ["infra"])
+    bad = [f"{m} -> {d}" for m, deps in g.items() for d in deps
+           for a, b in (("infra.aws", "infra.kubernetes"), ("infra.kubernetes", "infra.aws"))
+           if (m == a or m.startswith(a + ".")) and (d == b or d.startswith(b + "."))]
+    assert not bad, bad
 
 
 # --- infra/data/serving.yaml through its one typed loader ------------------------------------------
@@ -226,7 +248,7 @@ def test_serving_policy_rejects_a_misspelt_or_missing_key_in_one_line() -> None:
 
     import yaml
 
-    from infra import settings
+    from infra.config import settings
 
     path = settings.DATA_DIR / "serving.yaml"
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -245,8 +267,9 @@ def test_serving_policy_rejects_a_misspelt_or_missing_key_in_one_line() -> None:
 def test_moved_constants_are_read_from_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     """The constants that were inline (rollout margin, copy-Job deadline, HOME cap, probe timeouts)
     come from serving.yaml: changing the file changes the output."""
-    from infra import serving, settings, weights
-    from infra.serving_context import serving_context
+    from infra.config import settings
+    from infra.kubernetes import serving, weights
+    from infra.kubernetes.serving_context import serving_context
 
     stack, plan = _two_checkpoints()
     pool = plan.pools[0]

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 import kubernetes_validate
 import pytest
 
-from infra import settings, sglang_args
-from infra.k8s_common import API_KEY_SECRET, ENDPOINT_LABEL, serving_name
-from infra.names import GPU_TAINT_KEY, POOL_LABEL
-from infra.platform import load_platform
-from infra.serving import startup_budget_s
+from infra.config import settings
+from infra.config.names import GPU_TAINT_KEY, POOL_LABEL
+from infra.config.platform import load_platform
+from infra.kubernetes import sglang_args
+from infra.kubernetes.k8s_common import API_KEY_SECRET, ENDPOINT_LABEL, serving_name
+from infra.kubernetes.serving import startup_budget_s
 from tests.k8s_support import STACK_IDS, find, flag_values, objects, rendered
 
 if TYPE_CHECKING:

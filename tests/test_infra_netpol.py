@@ -10,11 +10,11 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from infra import router
-from infra.k8s_common import ENDPOINT_LABEL, MONITORING_NAMESPACE, serving_labels
-from infra.names import NAMESPACE
-from infra.netpol import WEIGHTS_JOB_LABELS, api_service_ip
-from infra.platform import load_platform
+from infra.config.names import NAMESPACE
+from infra.config.platform import load_platform
+from infra.kubernetes import router
+from infra.kubernetes.k8s_common import ENDPOINT_LABEL, MONITORING_NAMESPACE, serving_labels
+from infra.kubernetes.netpol import WEIGHTS_JOB_LABELS, api_service_ip
 from tests.k8s_support import STACK_IDS, objects, rendered
 from tests.plan_factory import make_plan
 from tests.pulumi_harness import render
@@ -135,7 +135,7 @@ def test_egress_only_dns_weights_and_credentials(stack_id: str) -> None:
     assert not allowed(pols, pods["vllm"], None, 80, dst_ip="169.254.169.254"), "IMDS must stay closed"
     assert not allowed(pols, pods["stranger"], None, 443, dst_ip=s3)
     assert not allowed(pols, pods["router"], None, 443, dst_ip=s3)  # the router only needs the API
-    # the API server by the ClusterIP of default/kubernetes (pre-DNAT, infra/flows.py), not its ENIs' VPC addresses
+    # the API server by the ClusterIP of default/kubernetes (pre-DNAT, infra/fit/flows.py), not its ENIs' VPC addresses
     api = api_service_ip(load_platform().service_ipv4_cidr)
     assert allowed(pols, pods["router"], None, 443, dst_ip=api)
     assert not allowed(pols, pods["router"], None, 443, dst_ip="10.40.0.5")
@@ -145,7 +145,7 @@ def test_egress_only_dns_weights_and_credentials(stack_id: str) -> None:
 
 
 def test_a_vpc_you_bring_reaches_the_api_by_its_cluster_ip_too() -> None:
-    from infra.manifests import kubernetes_objects
+    from infra.kubernetes.manifests import kubernetes_objects
     from infra.render import resources_document
 
     stack = make_stack({"vpc_id": "vpc-1", "private_subnet_ids": ["subnet-a", "subnet-b"]})

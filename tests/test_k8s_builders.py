@@ -10,11 +10,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from infra import router, serving
-from infra.autoscaling import queue_threshold
-from infra.platform import load_platform
-from infra.serving_context import serving_context
-from infra.weights import WeightsLocation
+from infra.config.platform import load_platform
+from infra.kubernetes import router, serving
+from infra.kubernetes.autoscaling import queue_threshold
+from infra.kubernetes.serving_context import serving_context
+from infra.kubernetes.weights import WeightsLocation
 from sizing.deployment import DeploymentOptions
 from sizing.planning.node_storage import loading_mode
 from tests.k8s_support import rendered
@@ -88,7 +88,7 @@ def test_queue_threshold_follows_the_plan_ttft_headroom() -> None:
 
 
 def test_manifests_are_one_applicable_object_per_file(tmp_path: Path) -> None:
-    from infra.manifests import write_manifests
+    from infra.kubernetes.manifests import write_manifests
     _, docs = rendered("dev")
     write_manifests(docs, tmp_path)
     files = sorted((tmp_path / "manifests").glob("*.yaml"))

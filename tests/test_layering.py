@@ -136,7 +136,12 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("analyses, measurement and adapters: compare, diff, measure, AWS, git",
      ["sizing.analysis", "sizing.measure", "sizing.adapters"]),
     ("report: views of plans, compares, diffs", ["sizing.report"]),
-    ("infra: the Pulumi program", ["infra"]),
+    ("infra config: typed readers of infra/data, names, image references and locks", ["infra", "infra.config"]),
+    ("infra by what it talks to: AWS resources, Kubernetes objects (neither imports the other)",
+     ["infra.aws", "infra.kubernetes"]),
+    ("infra fit: the deployability check over what aws/ and kubernetes/ would create", ["infra.fit"]),
+    ("infra entry points: the program, the offline render, the compose target",
+     ["infra.program", "infra.render", "infra.compose", "infra.__main__"]),
     ("cli: commands (the only layer that imports infra, lazily)", ["sizing.cli"]),
 ]
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from infra import settings
-from infra.observability import duration_s
+from infra.config import settings
+from infra.kubernetes.observability import duration_s
 from sizing.catalog.platform import number
 from sizing.planning.metrics_storage import GIB, prometheus_volume
 from tests import pulumi_harness as h

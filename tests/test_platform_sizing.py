@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from infra import settings
+from infra.config import settings
 from infra.render import RenderResult
 from sizing.catalog.lookup import load_catalog
 from sizing.catalog.platform import number
@@ -60,7 +60,7 @@ def test_more_gpu_nodes_need_more_prometheus_and_more_system_nodes() -> None:
 
 
 def test_prometheus_requests_what_the_system_nodes_were_sized_for(bundled: RenderResult) -> None:
-    from infra.kubernetes_app import prometheus_requests
+    from infra.kubernetes.components.kubernetes_app import prometheus_requests
 
     sysn = size_system_nodes(load_catalog(), list(bundled.plan.pools), "m6i.xlarge", bundled.plan.region)
     rel = next(r for r in bundled.of_type("kubernetes:helm.sh/v3:Release") if r.name == "kube-prometheus-stack")

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from infra import exports, router
-from infra.k8s_common import API_KEY_SECRET
-from infra.names import GPU_TAINT_KEY
+from infra.config import exports
+from infra.config.names import GPU_TAINT_KEY
+from infra.kubernetes import router
+from infra.kubernetes.k8s_common import API_KEY_SECRET
 from infra.render import RenderResult, plain
 from sizing.deployment import DeploymentOptions
 from tests.k8s_support import ROOT, STACK_IDS, rendered

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from infra import serving, settings
-from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, secret_env
-from infra.serving_context import serving_context
-from infra.sglang_args import SglangArgsError, check_args, engine_flags, parser, serve_args
-from infra.vllm_args import ModelSource, MultiNode
-from infra.weights import WeightsLocation
+from infra.config import settings
+from infra.kubernetes import serving
+from infra.kubernetes.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, secret_env
+from infra.kubernetes.serving_context import serving_context
+from infra.kubernetes.sglang_args import SglangArgsError, check_args, engine_flags, parser, serve_args
+from infra.kubernetes.vllm_args import ModelSource, MultiNode
+from infra.kubernetes.weights import WeightsLocation
 from sizing.planning.planner import plan_for
 from tests.k8s_support import STACK_FILES, flag_values
 from tests.plan_factory import make_pool
@@ -140,7 +141,7 @@ def test_a_list_of_engines_plans_each_and_shows_the_best_of_each() -> None:
 
 
 def test_the_dashboard_queries_the_series_sglang_exports() -> None:
-    from infra.observability import dashboard
+    from infra.kubernetes.observability import dashboard
 
     d = dashboard(plan_for(DEV, SGLANG), "llmcap")
     exprs = " ".join(t["expr"] for p in d["panels"] for t in p["targets"])
@@ -181,7 +182,7 @@ def test_the_compose_file_runs_the_same_flags_and_requires_the_key() -> None:
 
 
 def test_an_empty_api_key_is_refused_for_an_sglang_stack_too() -> None:
-    from infra.fit import FitContext, check_deployable
+    from infra.fit.check import FitContext, check_deployable
     from sizing.catalog.lookup import load_catalog
     from sizing.stack import load_stack
 
@@ -210,8 +211,8 @@ def test_the_flags_file_is_what_the_pinned_wheel_declares(tmp_path: Path) -> Non
 
 
 def test_the_copy_job_downloads_with_the_pools_own_image() -> None:
-    # one engine image per node: the copy Job runs on a node of the pool it serves (infra/weights.py)
-    from infra.weights import copy_job
+    # one engine image per node: the copy Job runs on a node of the pool it serves (infra/kubernetes/weights.py)
+    from infra.kubernetes.weights import copy_job
 
     pool = plan_for(DEV, SGLANG).pools[0]
     job = copy_job("llmcap", pool.vllm.model, WeightsLocation("b", "p/"), "us-east-1", pool, False)
@@ -220,8 +221,8 @@ def test_the_copy_job_downloads_with_the_pools_own_image() -> None:
 
 
 def test_the_image_pins_name_only_the_images_a_plan_pulls() -> None:
-    from infra.engines import images_in_use
-    from infra.registry import CLUSTER_IMAGES
+    from infra.config.registry import CLUSTER_IMAGES
+    from infra.kubernetes.engines import images_in_use
 
     assert "sglang" in images_in_use(plan_for(DEV, SGLANG), CLUSTER_IMAGES)
     assert "vllm" not in images_in_use(plan_for(DEV, SGLANG), CLUSTER_IMAGES)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from infra import router, smoke
+from infra.kubernetes import router, smoke
 from sizing.cli import app
 from sizing.measure import smoke as smoke_check
 from tests.fake_openai_server import FakeServer, FakeServerConfig

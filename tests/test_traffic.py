@@ -231,7 +231,7 @@ def test_bad_trace_in_a_stack_is_one_error_line(tmp_path: Path) -> None:
 
 
 def test_scaled_object_takes_the_trace_plans_autoscaling() -> None:
-    from infra import autoscaling
+    from infra.kubernetes import autoscaling
     from sizing.plan import FleetChoice
     from tests.plan_factory import make_plan, make_pool
 
@@ -251,7 +251,7 @@ def test_scaled_object_takes_the_trace_plans_autoscaling() -> None:
 
 
 def _min_threshold() -> int:
-    from infra import settings
+    from infra.config import settings
 
     return int(settings.policy().autoscaling.minimum_threshold)
 

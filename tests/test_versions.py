@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from infra import settings
-from infra.fit import FitContext
-from infra.fit_rules_platform import version_unsupported
-from infra.platform import load_platform
+from infra.config import settings
+from infra.config.platform import load_platform
+from infra.fit.check import FitContext
+from infra.fit.platform_rules import version_unsupported
 from tests import pulumi_harness as h
 from tests.plan_factory import make_plan
 from tests.test_fit_platform import stack

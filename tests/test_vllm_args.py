@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from infra import settings
-from infra.vllm_args import ModelSource, MultiNode, VllmArgsError, check_args, engine_flags, serve_args
+from infra.config import settings
+from infra.kubernetes.vllm_args import ModelSource, MultiNode, VllmArgsError, check_args, engine_flags, serve_args
 from tests.k8s_support import STACK_FILES
 from tests.plan_factory import make_pool
 

@@ -18,7 +18,7 @@ from tests.plan_factory import make_pool
 
 
 def serving_pod_specs(stack_id: str) -> list[tuple[str, dict[str, Any]]]:
-    from infra.manifests import kubernetes_objects
+    from infra.kubernetes.manifests import kubernetes_objects
     from infra.render import resources_document
 
     out = []

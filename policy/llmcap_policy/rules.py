@@ -5,7 +5,7 @@ Pulumi engine. policy/llmcap_policy/pack.py wraps them as pulumi_policy policies
 Each check returns a list of violation messages; every message names the resource. Props may be
 pulumi_policy's unknown-checking proxies (Mapping/Sequence, not dict/list), so the checks only use
 the Mapping and Sequence protocols. This module imports neither pulumi nor llmcap: the pack runs in
-its own virtualenv. The constants mirror infra/names.py and infra/router.py (a test keeps them equal).
+its own virtualenv. The constants mirror infra/config/names.py and infra/kubernetes/router.py (a test keeps them equal).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 NO_SCHEDULE = ("NO_SCHEDULE", "NoSchedule")  # EKS API form, Kubernetes form
 API_KEY_ENV = "VLLM_API_KEY"
 # SGLang reads its key only from --api-key: the pod passes the Kubernetes expansion of a Secret-backed env
-# var, never the key itself (infra/sglang_args.py)
+# var, never the key itself (infra/kubernetes/sglang_args.py)
 SGLANG_API_KEY_ENV = "SGLANG_API_KEY"
 SGLANG_API_KEY_ARG = f"$({SGLANG_API_KEY_ENV})"
 LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-"
 AWS_NLB_CLASS = "service.k8s.aws/nlb"
 STACK_TYPE = "pulumi:pulumi:Stack"
-USD_PER_MONTH_OUTPUT = "usdPerMonth"  # infra/exports.py USD_PER_MONTH: GPU instances at desired size
+USD_PER_MONTH_OUTPUT = "usdPerMonth"  # infra/config/exports.py USD_PER_MONTH: GPU instances at desired size
 BUDGET_CONFIG_KEY = "llmcap:budget_usd_month"
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -51,7 +51,7 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
     import json
     import tempfile
 
-    from infra.image_lock import resolve_pins
+    from infra.config.image_lock import resolve_pins
     from infra.program import render_stack
     from infra.render import resources_document  # heavy (pulumi): only with --render
     from sizing.adapters.git import files_at, repo_root, saved_plans_at

@@ -1,5 +1,5 @@
 """`llmcap images lock STACK_FILE`: read each pinned image tag's digest from the registry and write the
-image lock beside the stack files (stacks/images.lock.json, infra/image_lock.py), which `llmcap render`
+image lock beside the stack files (stacks/images.lock.json, infra/config/image_lock.py), which `llmcap render`
 and `pulumi up` deploy. infra/ is imported inside the command only."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ def images_lock(
 ) -> None:
     """Resolve each pinned image tag to its digest (OCI distribution API) and write images.lock.json
     beside the stack file, atomically; nothing is written unless every image resolves."""
-    from infra.image_lock import ImageLock, LockEntry, deployed_images, lock_path, upstream_reference, write_lock
-    from infra.oci_registry import RegistryError, resolve_digest
-    from infra.registry import api_location
+    from infra.config.image_lock import ImageLock, LockEntry, deployed_images, lock_path, upstream_reference, write_lock
+    from infra.config.oci_registry import RegistryError, resolve_digest
+    from infra.config.registry import api_location
     from sizing.errors import SpecError
     from sizing.stack import load_stack
 

@@ -85,7 +85,7 @@ def render(
     from sizing.catalog.weights_source import require_weights_source
 
     require_weights_source(cat, stack.workload.model, stack.workload.weights_source)
-    from infra.image_lock import resolve_pins
+    from infra.config.image_lock import resolve_pins
 
     # the image digests from the lock beside the stack file, or one line naming `llmcap images lock`
     pins = resolve_pins(stack_file, stack.deployment.allow_unpinned_images)
@@ -101,7 +101,7 @@ def render(
         _report(which, note, written, pins.warning(COMPOSE_IMAGES))
         return
 
-    from infra.fit import FitContext, NotDeployable, check_deployable, print_fit_table
+    from infra.fit.check import FitContext, NotDeployable, check_deployable, print_fit_table
     from infra.program import render_stack
     from infra.render import write_render
     from sizing.cli.common import console

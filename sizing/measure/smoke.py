@@ -2,7 +2,7 @@
 through an OpenAI-compatible endpoint, with the API key; each must answer 200 with non-empty text.
 
 One implementation, two runners: `llmcap verify --smoke ENDPOINT` imports `check`, and the deployment's
-smoke Job (infra/smoke.py) runs this file's text as a script in the router's image (python:3.12-slim),
+smoke Job (infra/kubernetes/smoke.py) runs this file's text as a script in the router's image (python:3.12-slim),
 configured by environment variables (`main`). So it imports the standard library only
 (tests/test_smoke.py runs it isolated), and every read is bounded: `MAX_ANSWER_BYTES` per answer, a
 per-request timeout, and an overall deadline until which refused connections, 5xx answers and

@@ -14,7 +14,7 @@ Every term is a data row with its source (sizing/data/node_allocatable.csv, node
   (llmcap policy, issue 32), which the serving pods' requests leave free
 
 The planner (sizing/planning/builder.py) splits `for_pods_*` between a node's replicas; infra/ only checks
-(infra/fit_rules.py). Units: millicores (CPU), MiB (memory), per node unless named per replica.
+(infra/fit/rules.py). Units: millicores (CPU), MiB (memory), per node unless named per replica.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ A node group refers to its template by `launchTemplate.id` (or `.name`), which a
 does not know yet; the join takes, in order: a reference equal to the template's `name` input; a
 reference that is the template's logical name plus Pulumi's auto-name suffix (`<name>-<hex>`: the ids
 `llmcap render` mocks, and auto-named physical names); llmcap's own naming, where node group `X` uses
-template `X-lt` (infra/nodegroups.py, infra/cluster.py)."""
+template `X-lt` (infra/aws/nodegroups.py, infra/aws/cluster.py)."""
 
 from __future__ import annotations
 
