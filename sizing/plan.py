@@ -16,6 +16,7 @@ from sizing.spec import HardwareSpec, WorkloadSpec
 # stage's share), checkpoint_gib the checkpoint pool.vllm.model really is, root_volume_gib excludes the
 # cache on instance-store nodes, requests come from the node-allocatable model; checkpoint_revision added.
 SCHEMA_VERSION = 2
+Z90_OVER_Z95 = 1.2816 / 1.6449  # standard-normal quantiles z0.90 / z0.95
 
 
 class _M(BaseModel):
@@ -78,6 +79,15 @@ class PerReplica(_M):
     # the step-level simulation (sizing/perf/sim.py) at the goodput load, "ttft_p50_ms" ... "e2e_p99_ms"
     simulated_at_goodput_ms: dict[str, float] = Field(default_factory=dict)
     batching: str = ""  # how max_num_batched_tokens / max_num_seqs were chosen (sizing/planning/batching.py)
+
+    def percentile(self, metric: str, q: str) -> float:
+        """Predicted metric (ttft | itl | tpot | e2e) at percentile q (p50 | p90 | p95 | p99) at the planned
+        load, ms; 0 for a percentile a plan saved before 2026-11 did not report. p90 lies between p50 and
+        p95 at the normal quantiles' ratio (as sizing.perf.load.LoadEstimate.percentile)."""
+        if q == "p90":
+            lo, hi = self.percentile(metric, "p50"), self.percentile(metric, "p95")
+            return lo + (hi - lo) * Z90_OVER_Z95
+        return float(getattr(self, f"{metric}_{q}_ms"))
 
 
 class Pool(_M):

@@ -169,7 +169,20 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
         if not isinstance(node, dict):
             raise SpecError(f"--set {item!r}: parent is not a mapping")
         node[parts[-1]] = parse_value(value)
+        if parts[:2] == ["workload", "slo"] and len(parts) == 3:
+            _drop_other_spelling(node, parts[2])
     return out
+
+
+def _drop_other_spelling(slo: dict[str, Any], key: str) -> None:
+    """A --set of one spelling of a p95 target overrides the file's other spelling (`ttft_p95_ms` and
+    `ttft: {p95: ..}` are one target, sizing.spec.Slo), so that the two cannot disagree."""
+    for m in ("ttft", "itl"):
+        legacy = f"{m}_p95_ms"
+        if key == m:
+            slo.pop(legacy, None)
+        elif key == legacy and isinstance(slo.get(m), dict):
+            slo[m] = {q: v for q, v in slo[m].items() if q != "p95"} or None
 
 
 def read_config(path: Path) -> dict[str, Any]:

@@ -231,8 +231,9 @@ def check_invariants(plan: dict[str, Any]) -> None:
     assert plan["totals"]["usd_per_hour"] > 0 and math.isfinite(plan["totals"]["usd_per_month"])
     for p in plan["pools"]:
         r = p["per_replica"]
-        assert r["ttft_p95_ms"] <= slo["ttft_p95_ms"] + 1e-6
-        assert r["itl_p95_ms"] <= slo["itl_p95_ms"] + 1e-6
+        for m in ("ttft", "itl"):  # the fuzz sets p95 targets only
+            if slo[m] and slo[m]["p95"] is not None:
+                assert r[f"{m}_p95_ms"] <= slo[m]["p95"] + 1e-6
         assert r["kv_cache_gib_per_gpu"] > 0 and r["max_concurrent_sequences"] >= 1
         assert p["instances_desired"] >= 1 and p["replicas"] >= 1
 

@@ -154,10 +154,10 @@ class OptionSummary(_M):
     all_in_usd_per_month: float  # GPU instances + platform
     usd_per_million_output_tokens: float  # GPU only, at planned load
     usd_per_million_output_tokens_at_capacity: float
-    ttft_p95_ms: float
-    itl_p95_ms: float
-    ttft_headroom: float  # 1 - p95 / target, the tightest pool's
-    itl_headroom: float
+    # per SLO target (sizing.spec.Slo.targets, exactly those the stack set): "TTFT p95 450 ms (55%)", the
+    # slowest pool's prediction at the planned load and its headroom 1 - predicted / target
+    slo_figures: list[str]
+    slo_headroom: float  # the tightest target's headroom over all pools (negative: over the target)
     blast_radius: float  # share of goodput capacity lost when the worst node fails
     survives_node_loss: bool
     cold_start_s: float  # a new replica on a new node until it serves, the slowest pool's

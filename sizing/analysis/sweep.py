@@ -116,7 +116,7 @@ def with_value(w: WorkloadSpec, var: str, x: float) -> WorkloadSpec:
         d["prompt_tokens"] = int(round(x))
         d["max_context_tokens"] = None
     elif var == "itl_ms":
-        d["slo"] = {**d["slo"], "itl_p95_ms": x}
+        d["slo"] = {**d["slo"], "itl": {"p95": x}}  # the swept ITL p95 replaces the stack's ITL targets
     else:
         raise SpecError(f"--sweep: unknown variable {var!r}")
     return WorkloadSpec.model_validate(d)

@@ -40,8 +40,12 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 def _print_runs(res: Any) -> None:
     from rich.table import Table
 
-    t = Table(title=f"llmcap bench {res.endpoint} ({res.served_model}, {res.api}); SLO TTFT p95 ≤ "
-                    f"{res.runs[0].slo_ttft_p95_ms:g} ms, ITL p95 ≤ {res.runs[0].slo_itl_p95_ms:g} ms")
+    from sizing.spec import describe_targets
+
+    run0 = res.runs[0]
+    slo = describe_targets(tuple((m, "p95", v) for m, v in (("ttft", run0.slo_ttft_p95_ms),
+                                                             ("itl", run0.slo_itl_p95_ms)) if v is not None))
+    t = Table(title=f"llmcap bench {res.endpoint} ({res.served_model}, {res.api}); SLO {slo or 'none measured'}")
     for col in ("load", "sent", "errors", "TTFT p50/p95/p99 ms", "ITL p50/p95/p99 ms", "TPOT p95 ms",
                 "out tok/s", "req/s", "goodput req/s", "SLO"):
         t.add_column(col, justify="left" if col in ("load", "SLO") else "right")

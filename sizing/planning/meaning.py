@@ -13,6 +13,7 @@ Warnings (it plans, but probably not what was meant):
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from sizing.humanize import num
@@ -54,18 +55,23 @@ def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
         else:
             warnings.append(line + f" (without it the planner skips {p})")
     slo = w.slo
-    if slo.itl_p95_ms < ITL_SUSPICIOUS_MS:
-        warnings.append(f"llmcap:workload.slo.itl_p95_ms: {num(slo.itl_p95_ms)} ms is under "
-                        f"{ITL_SUSPICIOUS_MS:g} ms per token; did you mean {num(slo.itl_p95_ms * 1000)} ms?")
-    if slo.ttft_p95_ms < TTFT_SUSPICIOUS_MS:
-        warnings.append(f"llmcap:workload.slo.ttft_p95_ms: {num(slo.ttft_p95_ms)} ms is under "
-                        f"{TTFT_SUSPICIOUS_MS:g} ms to the first token; did you mean {num(slo.ttft_p95_ms * 1000)} ms?")
+    for m, q, v in slo.targets():
+        floor_ms, what = ((ITL_SUSPICIOUS_MS, "per token") if m in ("itl", "tpot") else
+                          (TTFT_SUSPICIOUS_MS, "to the first token") if m == "ttft" else (None, ""))
+        if floor_ms is not None and v < floor_ms:
+            warnings.append(f"llmcap:workload.slo.{m}.{q}: {num(v)} ms is under {floor_ms:g} ms {what}; "
+                            f"did you mean {num(v * 1000)} ms?")
     if w.traffic.concurrent_users is not None:
         in_flight = float(w.traffic.concurrent_users)
         how = f"{w.traffic.concurrent_users:,} concurrent users"
     else:
         rate = float(w.traffic.peak_requests_per_s or 0.0)
-        in_flight = rate * (slo.ttft_p95_ms + w.output_tokens.mean * slo.itl_p95_ms) / 1000
+        # Little's law at the slowest latency the SLO allows (no bound when it sets none)
+        e2e = [v for m, _, v in slo.targets() if m == "e2e"]
+        e2e_ms = max(e2e) if e2e else math.inf
+        if not e2e:
+            e2e_ms = slo.bound_ms("ttft", "p95") + w.output_tokens.mean * (slo.per_token_ms() or math.inf)
+        in_flight = rate * e2e_ms / 1000
         how = f"{num(rate)} req/s at the SLO's latencies (at most {num(in_flight)} requests in flight)"
     if hw.redundancy > 0 and hw.redundancy >= in_flight:
         warnings.append(f"llmcap:hardware.redundancy: {hw.redundancy} spare replicas for {how}: more spares than "

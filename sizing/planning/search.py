@@ -95,7 +95,8 @@ def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: lis
                                   gpu_memory_gib=inst.gpu_memory_gib_each).fits:
         return None  # fewer nodes already fit; more stages only add latency and cost
     shape = WorkloadShape.from_spec(w)
-    gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode, targets=w.slo.targets())
+    gp = goodput_fn(cat, cfg, shape, w.slo.bound_ms("ttft", "p95"), w.slo.bound_ms("itl", "p95"), mode=demand.mode,
+                    targets=w.slo.targets())
     if not gp.feasible:
         reject(gp.reason_code or "misses-itl", gp.reason)
         return None

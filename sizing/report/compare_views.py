@@ -18,8 +18,7 @@ ROWS: list[tuple[str, str]] = [
     ("usd_per_month", "GPU $/month (730 h)"),
     ("usd_per_million_output_tokens", "$/1M output tokens (planned load)"),
     ("usd_per_million_output_tokens_at_capacity", "$/1M output tokens (at capacity)"),
-    ("ttft", "TTFT p95 ms (headroom)"),
-    ("itl", "ITL p95 ms (headroom)"),
+    ("slo", "SLO targets: predicted (headroom)"),
     ("blast_radius", "capacity lost if one node fails"),
     ("survives_node_loss", "carries the demand after one node loss"),
     ("cold_start_s", "cold start (new node: boot, image, weights, engine)"),
@@ -44,10 +43,8 @@ def cell(row: OptionRow, key: str) -> str:
         return f"${row.usd_per_million_output_tokens:,.3f}"
     if key == "usd_per_million_output_tokens_at_capacity":
         return f"${row.usd_per_million_output_tokens_at_capacity:,.3f}"
-    if key == "ttft":
-        return f"{row.ttft_p95_ms:,.0f} ({row.ttft_headroom:.0%})"
-    if key == "itl":
-        return f"{row.itl_p95_ms:.1f} ({row.itl_headroom:.0%})"
+    if key == "slo":
+        return "; ".join(row.slo_figures)
     if key == "blast_radius":
         return f"{row.blast_radius:.0%}"
     if key == "survives_node_loss":

@@ -128,8 +128,7 @@ def detail_rows(sd: StackDiff) -> list[list[str]]:
         row("$/1M output tokens (all-in)", "usd_per_million_output_tokens", _m3, 3),
         row("demand (output tokens/s)", "demand_output_tokens_per_s", lambda v: f"{v:,.0f}"),
         row("concurrent users", "concurrent_users", lambda v: f"{v:,.0f}"),
-        row("SLO TTFT p95 (ms)", "ttft_p95_ms_slo", lambda v: f"{v:g}"),
-        row("SLO ITL p95 (ms)", "itl_p95_ms_slo", lambda v: f"{v:g}"),
+        row("SLO", "slo", str),
         ["cheapest hosted API, same traffic", *side_fn(_api), ""],
     ]
 
