@@ -25,8 +25,26 @@ HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
 
 
+# C0 controls and DEL (NUL included): never part of a name, id, path or URI, and a NUL makes every OS
+# call on a path raise; refused where input enters, in every string of every input model
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def no_control_chars(v: object) -> object:
+    """A string (or the strings in a list or mapping) with no control character, else a ValueError
+    naming the first one; other values pass through untouched (pydantic checks their type)."""
+    items = v if isinstance(v, list) else [*v.keys(), *v.values()] if isinstance(v, dict) else [v]
+    for s in items:
+        if isinstance(s, str) and (m := CONTROL_CHARS.search(s)):
+            raise ValueError(f"contains the control character {m.group()!r} at position {m.start()}; "
+                             "names, ids and paths are plain text")
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    _plain_text = field_validator("*", mode="before")(no_control_chars)
 
 
 class TokenLength(_Strict):

@@ -104,8 +104,38 @@ def stack_name(path: Path) -> str:
     return path.stem
 
 
-def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
-    """One line per problem: `prefix.field.path: what is wrong (got X)`."""
+# What a person calls each input model, for pydantic's "instance of <class>" messages: a Python class
+# name never reaches the user (sizing.spec, sizing.deployment; a model missing here reads "a mapping").
+USER_TYPE_NAMES = {
+    "TokenLength": "a token count, or a mapping {mean: N, p95: N}",
+    "PercentileTargets": "a mapping of percentile targets in ms, e.g. {p95: 1000}",
+}
+_INSTANCE_OF = re.compile(r"(?:a valid dictionary or )?instance of ([A-Z][A-Za-z0-9_]*)")
+
+
+def _user_words(msg: str) -> str:
+    return _INSTANCE_OF.sub(lambda m: USER_TYPE_NAMES.get(m.group(1), "a mapping"), msg)
+
+
+def _submodels(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists and dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for a in getattr(annotation, "__args__", ()) for m in _submodels(a)]
+
+
+def _known_keys(model: type[BaseModel] | None, path: list[str]) -> list[str]:
+    """The keys the model accepts at `path` (the unknown key's parent), through nested models."""
+    models = [model] if model else []
+    for part in path:
+        models = [m for cur in models if part in cur.model_fields
+                  for m in _submodels(cur.model_fields[part].annotation)]
+    return sorted({k for m in models for k in m.model_fields})
+
+
+def format_validation_error(prefix: str, e: ValidationError, model: type[BaseModel] | None = None) -> list[str]:
+    """One line per problem: `prefix.field.path: what is wrong (got X)`; an unknown key gets the closest
+    key `model` accepts there ("did you mean concurrent_users?"); no Python class name is shown."""
     lines = []
     for err in e.errors():
         loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "literal[")))
@@ -113,9 +143,11 @@ def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
         parts = [p for p in loc.split(".") if p and p not in ("int", "float", "str", "list[str]", "TokenLength",
                                                                "list[literal]", "constrained-int")]
         where = ".".join([prefix] + parts) if parts else prefix
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = _user_words(err["msg"].removeprefix("Value error, "))
         if err["type"] == "extra_forbidden":
-            msg = "unknown key; remove it or check its spelling"
+            close = difflib.get_close_matches(parts[-1] if parts else "", _known_keys(model, parts[:-1]), n=1,
+                                              cutoff=0.75)
+            msg = f"unknown key; did you mean {close[0]}?" if close else "unknown key; remove it or check its spelling"
         inp = err.get("input")
         shown = "" if isinstance(inp, (dict, list)) or err["type"] in ("missing", "extra_forbidden") \
             else f" (got {short_repr(inp)})"
@@ -132,7 +164,7 @@ def _validate(model: type[BaseModel], prefix: str, raw: Any, problems: list[str]
     try:
         return model.model_validate(raw)
     except ValidationError as e:
-        problems.extend(format_validation_error(prefix, e))
+        problems.extend(format_validation_error(prefix, e, model))
         return None
 
 

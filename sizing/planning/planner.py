@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sizing.catalog.lookup import Catalog, load_catalog
+from sizing.errors import SpecError
 from sizing.planning.candidates import strategy_of
 from sizing.planning.demand import demand_of
+from sizing.planning.meaning import slo_floor_problems
 from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import STRATEGIES, GoodputScale, Search, cost_key, search
 
@@ -55,6 +57,9 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 
     model = workload_model(cat, w.model, w.weights_source)
     check_context(model, w)
+    floors = slo_floor_problems(w, cat)
+    if floors:
+        raise SpecError(f"{len(floors)} target(s) below what any deployment can do", floors)
     problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w))
     demand = problem.demand
     if goodput_scale is True:
@@ -80,7 +85,6 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 
 def check_context(model: ModelArch, w: WorkloadSpec) -> None:
     """A context longer than the model's limit (config.json max_position_embeddings) is bad input."""
-    from sizing.errors import SpecError
     from sizing.planning.meaning import context_problem
 
     problem = context_problem(model, w)
