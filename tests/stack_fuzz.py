@@ -175,7 +175,7 @@ def hostile(rnd: random.Random) -> str | bytes:
         odd = rnd.choice(["1e999", "0x7fffffffffffffffffff", ".inf", "-.nan", "1_000_000_000_000_000", "0o777"])
         return (f"config:\n  llmcap:workload:\n    model: llama-3.1-8b-instruct\n    prompt_tokens: {odd}\n"
                 "    output_tokens: 10\n    traffic: {concurrent_users: 10}\n"
-                "    slo: {ttft_p95_ms: 1, itl_p95_ms: 1}\n")
+                "    slo: {ttft_p95_ms: 1, itl_p95_ms: 1}\n")  # below one engine step: refused
     if k == 14:  # many documents
         return "config: {}\n---\n" * (5000 if rnd.random() < 0.1 else 2)
     return "config:\n  llmcap:workload: &w\n    model: x\n  llmcap:hardware:\n    <<: *w\n    <<: *w\n"
