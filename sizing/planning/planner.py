@@ -104,6 +104,13 @@ def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | No
     stack = load_stack(stack_file, sets)
     cat = load_catalog(catalog)
     check_names(stack, cat)
+    return plan_validated(stack, cat, strategy)
+
+
+def plan_validated(stack: Stack, cat: Catalog, strategy: str | None = None) -> Plan:
+    """The one planner behind `plan` and `compare` (options and --strategies): the same search, batching
+    flags tuned and finalists simulated, the calibration overlay applied, the stack's own warnings added;
+    so both commands give one answer to one question (tests/test_compare_agrees.py)."""
     p = plan_stack(stack, cat, strategy)
     p.warnings.extend(w for w in stack.warnings if w not in p.warnings)
     return p
