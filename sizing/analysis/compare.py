@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sizing.analysis.comparison import Comparison, InfeasibleOption, Option, OptionRow, OptionSummary
+from sizing.cost.money import SECONDS_PER_MONTH
 from sizing.errors import NoFeasiblePlanError
 from sizing.humanize import num
 
@@ -78,8 +79,10 @@ def summarize(option: Option, plan: Plan) -> OptionSummary:
         blast_radius=round(blast_radius(plan), 4),
         survives_node_loss=capacity_after_node_loss >= totals.demand_output_tokens_per_s - 1e-6,
         cold_start_s=cold_start_s(plan), utilization=totals.utilization,
+        # the API's bill for the same traffic (input and output tokens) per 1M output tokens
         cheapest_api_usd_per_million_output_tokens=min(
-            (a.usd_per_million_output_tokens for a in plan.api_comparison), default=None),
+            (round(a.usd_per_month_same_traffic / out_mtok, 4) for a in plan.api_comparison), default=None)
+        if (out_mtok := totals.demand_output_tokens_per_s * SECONDS_PER_MONTH / 1e6) > 0 else None,
         warnings=plan.warnings)
 
 

@@ -114,6 +114,11 @@ class CheapestApi(_M):
     usd_per_million_output_tokens: float
     usd_per_million_input_tokens: float
     note: str
+    # what the API bills per 1M output tokens of this workload's traffic: the output price plus the input
+    # price × prompt tokens per output token (the self-hosted $/1M output tokens pays for prefill too);
+    # the figure every comparison, plot and line shows (the output price alone flatters self-hosting)
+    usd_per_million_output_tokens_with_input: float = 0.0
+    prompt_tokens_per_output_token: float = 0.0
 
 
 class Sweep(_M):
@@ -162,7 +167,7 @@ class OptionSummary(_M):
     survives_node_loss: bool
     cold_start_s: float  # a new replica on a new node until it serves, the slowest pool's
     utilization: float  # planned load / goodput capacity
-    cheapest_api_usd_per_million_output_tokens: float | None
+    cheapest_api_usd_per_million_output_tokens: float | None  # the API's same-traffic bill (input + output) per 1M out
     warnings: list[str]
     same_as: str | None = None
 

@@ -85,7 +85,9 @@ def findings(sw: Sweep | None) -> list[str]:
     api = sw.cheapest_api
     if api:
         lines.append(f"cheapest hosted API: {api.provider} {api.model} at "
-                     f"${api.usd_per_million_output_tokens:g} per 1M output tokens")
+                     f"${api.usd_per_million_output_tokens_with_input:g} per 1M output tokens with their input "
+                     f"(${api.usd_per_million_output_tokens:g} output + {api.prompt_tokens_per_output_token:g} prompt "
+                     f"tokens × ${api.usd_per_million_input_tokens:g} per 1M)")
     return lines + [f"warning: {w}" for w in sw.warnings]
 
 
