@@ -69,3 +69,17 @@ def test_an_unreadable_file_at_head_is_that_side_unreadable(repo: Path, monkeypa
     reason = _head_reason(doc)
     assert reason.startswith("unreadable: HEAD:") and why in reason, reason
     assert "Traceback" not in out and "UnicodeDecodeError" not in out
+
+
+def test_a_bug_in_diff_exits_70_never_1(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 1 means "a gate was crossed" to the workflow; a crash must not read as one (sizing.errors.EXIT_BUG)."""
+    import sizing.adapters.git as git_adapter
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(git_adapter, "diff_refs", boom)
+    monkeypatch.chdir(repo)
+    r = CliRunner().invoke(cli_app(), ["diff", "--base", "HEAD"], env={"COLUMNS": "120"})
+    assert r.exit_code == 70, (r.exit_code, r.output)
+    assert "ZeroDivisionError" in r.output and "stopped on a bug" in r.output
