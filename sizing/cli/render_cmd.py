@@ -110,7 +110,8 @@ def render(
                else raw_key if isinstance(raw_key, str) else None)
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key))
     typer.echo(which)
-    print_fit_table(report, console().print)
+    con = console()
+    print_fit_table(report, con.print, con.width)
     if not report.ok:  # refuse before writing anything
         raise NotDeployable(report)
     result = render_stack(stack, plan, cat)

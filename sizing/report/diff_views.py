@@ -265,17 +265,14 @@ def render_json(d: CostDiff) -> str:
 
 
 def render_table(d: CostDiff, console: Any) -> None:
-    from rich.table import Table
+    from sizing.report.format import fitted_table
 
     console.print(f"[bold]{headline(d)}[/bold]")
     if not d.stacks:
         return
-    t = Table(title=f"Cost diff {d.base} → {d.head}")
-    for h in SUMMARY_HEADERS:
-        t.add_column(h, justify="right" if h.startswith(("Δ", "$")) else "left")
-    for sd in d.stacks:
-        t.add_row(*[c.replace("`", "") for c in summary_row(sd)])
-    console.print(t)
+    console.print(fitted_table(f"Cost diff {d.base} → {d.head}", list(SUMMARY_HEADERS),
+                               [[c.replace("`", "") for c in summary_row(sd)] for sd in d.stacks], console.width or 80,
+                               right=tuple(h for h in SUMMARY_HEADERS if h.startswith(("Δ", "$")))))
     for sd in d.stacks:
         for n in sd.notes:
             console.print(f"[yellow]{sd.stack}:[/yellow] {n}")
