@@ -1,6 +1,7 @@
-"""Every table fits the console (issue 27, item 4): each command's output at 80 and 120 columns has no line
-wider than the console and no cell cut with "…" (a table too wide turns into key: value per row, as plan
-does); sentences and paths are left to the terminal's wrapping. Before: `instances`, `models`, `gpus`, `diff`, `bench` and render's fit table cut cells at 80."""
+"""Every table fits the console (issue 27, item 4): each command's output at 80 and 120 columns has no
+table line wider than the console and no cell cut with "…" (a table too wide turns into key: value per row,
+as plan does); sentences and paths are left to the terminal's wrapping. Before: `instances`, `models`,
+`gpus`, `diff` and `bench` cut cells at 80."""
 
 from __future__ import annotations
 
