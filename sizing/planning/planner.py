@@ -80,7 +80,29 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
               for s in ("scale-up", "scale-out") if s != strat} if strat != "auto" else {
         s: Search(s, [e for e in main.feasible if strategy_of(e.cand.instance) == s], [])
         for s in ("scale-up", "scale-out")}
-    return build_plan(cat, model, stack, strat, main, others, demand, scale)
+    plan = build_plan(cat, model, stack, strat, main, others, demand, scale)
+    tie = tie_note(main)
+    if tie:
+        plan.assumptions.append(tie)
+    return plan
+
+
+def tie_note(main: Search) -> str | None:
+    """One line when another feasible option costs the same with as many GPUs: which was chosen and why
+    (search.cost_key's risk order), so that a tie is never decided silently."""
+    best = main.best
+    if best is None:
+        return None
+    same = [e for e in main.feasible if e is not best and cost_key(e)[:2] == cost_key(best)[:2]
+            and (e.cand.instance.instance_type, e.cand.precision) != (best.cand.instance.instance_type,
+                                                                       best.cand.precision)]
+    if not same:
+        return None
+    other = min(same, key=cost_key)
+    why = ("fewer nodes" if best.instances < other.instances else
+           "the higher precision (larger weights)" if best.fit.weights_gib > other.fit.weights_gib else "more goodput")
+    return (f"tie: {best.cand.label()} and {other.cand.label()} cost the same with {best.gpus} GPUs; chose "
+            f"{best.cand.label()} for {why}")
 
 
 def check_context(model: ModelArch, w: WorkloadSpec) -> None:

@@ -210,8 +210,9 @@ def skipped_line(plan: Plan) -> str | None:
 
 
 def price_lines(plan: Plan) -> list[str]:
-    """The assumptions that say where the prices come from and how old they are."""
-    return [a for a in plan.assumptions if a.startswith(("instance prices", "hosted-API prices"))]
+    """The assumptions that say where the prices come from and how old they are, and how a price tie was
+    decided (sizing.planning.planner.tie_note)."""
+    return [a for a in plan.assumptions if a.startswith(("instance prices", "hosted-API prices", "tie: "))]
 
 
 def render_table(plan: Plan, console: Any) -> None:
