@@ -12,5 +12,4 @@ vllm serve \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
-    --enable-prefix-caching \
-    --quantization awq_marlin
+    --enable-prefix-caching
