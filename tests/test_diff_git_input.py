@@ -83,3 +83,20 @@ def test_a_bug_in_diff_exits_70_never_1(repo: Path, monkeypatch: pytest.MonkeyPa
     r = CliRunner().invoke(cli_app(), ["diff", "--base", "HEAD"], env={"COLUMNS": "120"})
     assert r.exit_code == 70, (r.exit_code, r.output)
     assert "ZeroDivisionError" in r.output and "stopped on a bug" in r.output
+
+
+def test_a_side_without_a_plan_prices_no_cost_line(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack changed without `llmcap plan --write` (its saved plan stale) has no plan at head: the comment
+    said "not priced" and then listed -$9,510 of cost lines, as if the fleet were deleted."""
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("concurrent_users: 100", "concurrent_users: 200"))
+    git(repo, "commit", "-q", "-am", "head")
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
+    r = CliRunner().invoke(cli_app(), ["diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown"],
+                           env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    assert "stale saved plan" in r.stdout and "Cost change not priced" in r.stdout
+    gpu_line = next(ln for ln in r.stdout.splitlines() if ln.startswith("| GPU instances (on-demand"))
+    assert gpu_line.endswith("| no plan | not priced |"), gpu_line
+    assert "-$" not in r.stdout, [ln for ln in r.stdout.splitlines() if "-$" in ln]

@@ -143,8 +143,18 @@ def _line_money(x: float | None) -> str:
     return money(x, 2 if x is not None and abs(x) < 100 else 0)
 
 
-def line_rows(before: list[CostLine], after: list[CostLine]) -> list[list[str]]:
-    """Cost lines matched by name: before → after and Δ; a line without a price says so."""
+def line_rows(before: list[CostLine], after: list[CostLine], unplanned: str | None = None) -> list[list[str]]:
+    """Cost lines matched by name: before → after and Δ; a line without a price says so. `unplanned`: the
+    side ("before" or "after") that exists but has no plan: its column says so and no Δ is computed (a
+    stack that cannot be planned is not free: its cost change is not priced, never −the other side)."""
+    if unplanned is not None:
+        lines = before if unplanned == "after" else after
+        rows = line_rows(lines, lines)
+        for r in rows:
+            r[1] = r[1].split(" → ")[-1]
+            r[3 if unplanned == "after" else 2] = NOT_PLANNED
+            r[4] = "not priced"
+        return rows
     def agg(lines: list[CostLine]) -> dict[str, tuple[float, float | None]]:
         out: dict[str, tuple[float, float | None]] = {}
         for ln in lines:
@@ -190,7 +200,9 @@ def render_details(sd: StackDiff) -> str:
              md_table(["", "before", "after", "Δ"], detail_rows(sd)
                        + ([["plan", plan_source_text(sd.before), plan_source_text(sd.after), ""]]
                           if any(x is not None and x.plan_source for x in (sd.before, sd.after)) else []))]
-    lines = line_rows(sd.before.cost_lines if sd.before else [], sd.after.cost_lines if sd.after else [])
+    unplanned = next((k for k, x in (("before", sd.before), ("after", sd.after)) if x is not None and not x.planned),
+                     None)
+    lines = line_rows(sd.before.cost_lines if sd.before else [], sd.after.cost_lines if sd.after else [], unplanned)
     if lines:
         parts += ["", "**Cost lines ($/month)**", "", md_table(["line", "quantity", "before", "after", "Δ"], lines)]
     if sd.after and sd.after.resources:
