@@ -20,6 +20,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the tests (tests/conftest.py): no hub lookups per case
     from tests.stack_fuzz import (
         BENCH_MIX,
         RSS_LIMIT_KIB,
