@@ -207,10 +207,9 @@ def hostile_config(rnd: random.Random) -> bytes:
     if k == 3:
         return json.dumps({**base, "hidden_size": 10**30, "num_hidden_layers": 10**12}).encode()
     if k == 4:
-        return json.dumps(base).encode().replace(b"llama", b"ll\u0000ama")
+        return json.dumps(base).encode().replace(b"llama", b"ll\\u0000ama")  # JSON's escaped NUL
     if k == 5:
-        return json.dumps(base).encode("utf-8").replace(b"bfloat16", b"bfl\xe9oat16".decode("unicode_escape")
-                                                        .encode("latin-1"))
+        return json.dumps(base).encode("utf-8").replace(b"bfloat16", "bflé16".encode("latin-1"))  # not UTF-8
     if k == 6:
         return b"{" + b'"a": 1,' * rnd.choice([10, 700_000]) + b'"b": 2}'
     return rnd.choice([b"", b"null", b"[]", b"not json", b"\x00" * 64, b'{"architectures": 5}'])
