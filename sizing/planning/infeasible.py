@@ -39,12 +39,15 @@ def worst_reasons(rejections: list[Any]) -> dict[str, tuple[str, str, str, str, 
 
 # Suggestions stay "nearby": an ITL target is relaxed at most to ITL_SUGGESTION_CAP_MS (or 4× the
 # target, whichever is lower; slower than ~5 tokens/s is no longer a chat), and a suggestion costing
-# more than SUGGESTION_MAX_USD_MONTH (or 3× the stack's budget) or 10× the cheapest one is not shown.
+# more than SUGGESTION_MAX_USD_MONTH (or 3× the stack's budget) or NEARBY_FACTOR × the cheapest one is not
+# shown, only counted ("a few times the cheapest feasible neighbour": 405B on A10G once suggested int4-awq
+# at $951,219/month beside H100s at $160,717).
 ITL_LADDER = (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0)
 TTFT_LADDER = (1.5, 2.0, 3.0, 5.0)
 ITL_SUGGESTION_CAP_MS = 200.0
 TTFT_SUGGESTION_CAP_MS = 10_000.0
 SUGGESTION_MAX_USD_MONTH = 1_000_000.0
+NEARBY_FACTOR = 3.0
 
 
 def _targets(by_q: dict[str, float]) -> str:
@@ -158,10 +161,12 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
     ceiling = SUGGESTION_MAX_USD_MONTH if stack.budget_usd_month is None else 3 * stack.budget_usd_month
     found.sort(key=lambda f: f["usd_per_month"])
     if found:
-        ceiling = min(ceiling, 10 * found[0]["usd_per_month"])
+        ceiling = min(ceiling, NEARBY_FACTOR * found[0]["usd_per_month"])
     shown = [f for f in found if f["usd_per_month"] <= ceiling]
     dropped = len(found) - len(shown)
     suggestions = [f"{f['change']}: {f['plan']}, ${f['usd_per_month']:,.0f}/month" for f in shown]
+    if shown and dropped:
+        suggestions.append(f"{dropped} costlier change(s) over ${ceiling:,.0f}/month not shown")
     if not suggestions:
         per_token = w.slo.per_token_ms()
         tried = f"per-token targets up to {_per_token_cap(per_token):g} ms, " if per_token else ""
