@@ -1,6 +1,8 @@
 """The generated-stack fuzz at a larger size than CI's: N stack files (valid, near-valid and hostile,
-tests/stack_fuzz.py) through validate and plan in process, a CliRunner sample, and a subprocess
-sample whose peak RSS is measured per run. Prints the table; exit 1 if anything failed.
+tests/stack_fuzz.py, 5% of them naming a hostile config.json) through validate and plan in process, every
+plan rendered (compose) and diffed against the previous one, a CliRunner sample, and a subprocess sample
+whose peak RSS is measured per run. Prints the table (cases, tracebacks, hangs, max RSS); exit 1 if
+anything failed.
 
 Run: python bench/fuzz_stacks.py [--files 50000] [--seed 7] [--plan-every 2] [--subprocesses 20]
 The default mix plans more (20% valid stacks, every second validated file planned) than CI's.
@@ -18,6 +20,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the tests (tests/conftest.py): no hub lookups per case
     from tests.stack_fuzz import (
         BENCH_MIX,
         RSS_LIMIT_KIB,

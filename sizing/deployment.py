@@ -14,6 +14,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sizing.spec import no_control_chars
+
 # Secrets Manager secret for an ECR pull-through cache rule: the name "begins with ecr-pullthroughcache/"
 # (ECR CreatePullThroughCacheRule credentialArn pattern, docs.aws.amazon.com/AmazonECR/latest/APIReference)
 _PTC_SECRET_ARN = re.compile(
@@ -32,6 +34,8 @@ def _cidr(v: str) -> str:
 
 class DeploymentOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    _plain_text = field_validator("*", mode="before")(no_control_chars)
 
     vpc_id: str | None = Field(default=None, description="bring your own VPC (with the subnet ids below)")
     private_subnet_ids: list[str] | None = Field(

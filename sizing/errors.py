@@ -9,6 +9,9 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INFEASIBLE = 3
+# a bug (an exception no command expects): its traceback, then this code (sysexits.h EX_SOFTWARE), never 1,
+# which the cost-gate workflow reads as "a gate was crossed"
+EXIT_BUG = 70
 
 
 class LlmcapError(Exception):

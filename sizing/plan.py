@@ -20,6 +20,7 @@ from sizing.spec import HardwareSpec, WorkloadSpec
 # 4 (issue 33): `classes` on every plan (per-class targets and predicted p50/p95/p99), and for a trace
 # or multi-class stack `trace` (what the trace says) and `fleet` (the replayed fleet, shared vs dedicated).
 SCHEMA_VERSION = 4
+Z90_OVER_Z95 = 1.2816 / 1.6449  # standard-normal quantiles z0.90 / z0.95
 
 
 class _M(BaseModel):
@@ -88,6 +89,15 @@ class PerReplica(_M):
     # the step-level simulation (sizing/perf/sim.py) at the goodput load, "ttft_p50_ms" ... "e2e_p99_ms"
     simulated_at_goodput_ms: dict[str, float] = Field(default_factory=dict)
     batching: str = ""  # how max_num_batched_tokens / max_num_seqs were chosen (sizing/planning/batching.py)
+
+    def percentile(self, metric: str, q: str) -> float:
+        """Predicted metric (ttft | itl | tpot | e2e) at percentile q (p50 | p90 | p95 | p99) at the planned
+        load, ms; 0 for a percentile a plan saved before 2026-11 did not report. p90 lies between p50 and
+        p95 at the normal quantiles' ratio (as sizing.perf.load.LoadEstimate.percentile)."""
+        if q == "p90":
+            lo, hi = self.percentile(metric, "p50"), self.percentile(metric, "p95")
+            return lo + (hi - lo) * Z90_OVER_Z95
+        return float(getattr(self, f"{metric}_{q}_ms"))
 
 
 class Pool(_M):

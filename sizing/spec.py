@@ -6,6 +6,7 @@ Units are in the field names: tokens, ms, requests/s. Every default lives here, 
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date
 from typing import Literal
@@ -29,8 +30,26 @@ HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
 
 
+# C0 controls and DEL (NUL included): never part of a name, id, path or URI, and a NUL makes every OS
+# call on a path raise; refused where input enters, in every string of every input model
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def no_control_chars(v: object) -> object:
+    """A string (or the strings in a list or mapping) with no control character, else a ValueError
+    naming the first one; other values pass through untouched (pydantic checks their type)."""
+    items = v if isinstance(v, list) else [*v.keys(), *v.values()] if isinstance(v, dict) else [v]
+    for s in items:
+        if isinstance(s, str) and (m := CONTROL_CHARS.search(s)):
+            raise ValueError(f"contains the control character {m.group()!r} at position {m.start()}; "
+                             "names, ids and paths are plain text")
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    _plain_text = field_validator("*", mode="before")(no_control_chars)
 
 
 class TokenLength(_Strict):
@@ -108,17 +127,27 @@ class PercentileTargets(_Strict):
         return [(q, float(v)) for q in SLO_PERCENTILES if (v := getattr(self, q)) is not None]
 
 
-class Slo(_Strict):
-    """Latency targets, ms. `ttft_p95_ms` / `itl_p95_ms` are the 95th-percentile targets (the
-    original keys, still read); `ttft`, `itl`, `tpot` (time per output token, per request) and `e2e`
-    (end-to-end latency) take targets at any percentile, e.g. `ttft: {p95: 1000}`, `itl: {p99: 50}`,
-    `tpot: {p50: 30}`. A metric's mapping replaces that metric's p95 key; giving both with different
-    p95 values is an error. Every target listed must hold at the planned load (`targets()`)."""
+# The targets a workload gets when its stack sets no latency target at all (`slo` absent or empty), ms.
+# Once any target is given, exactly the given targets hold: none is added (a batch job may set E2E only).
+DEFAULT_SLO_TARGETS: tuple[tuple[str, str, float], ...] = (("ttft", "p95", 1000.0), ("itl", "p95", 50.0))
+SLO_LABELS = {"ttft": "TTFT", "itl": "ITL", "tpot": "TPOT", "e2e": "E2E"}
 
-    ttft_p95_ms: float = Field(default=1000.0, gt=0, le=3_600_000, allow_inf_nan=False,
-                               description="time to first token, p95, ms")
-    itl_p95_ms: float = Field(default=50.0, gt=0, le=60_000, allow_inf_nan=False,
-                              description="inter-token latency, p95, ms")
+
+def describe_targets(targets: tuple[tuple[str, str, float], ...]) -> str:
+    """One line, e.g. "TTFT p95 ≤ 1000 ms, ITL p99 ≤ 50 ms": the one spelling of a target every output uses."""
+    return ", ".join(f"{SLO_LABELS[m]} {q} ≤ {v:g} ms" for m, q, v in targets)
+
+
+class Slo(_Strict):
+    """Latency targets, ms: the one source of truth of what a target is (metric, percentile, value).
+
+    `ttft`, `itl`, `tpot` (time per output token, per request) and `e2e` (end-to-end latency) take
+    targets at any percentile, e.g. `ttft: {p95: 1000}`, `itl: {p99: 50}`, `e2e: {p95: 60000}`. The
+    original keys `ttft_p95_ms` / `itl_p95_ms` are still read and mean `ttft: {p95: ..}` / `itl: {p95: ..}`
+    (giving both spellings with different p95 values is an error). With no target at all the defaults
+    DEFAULT_SLO_TARGETS hold; otherwise exactly the targets given, nothing invented. Every reader and
+    renderer prints from `targets()` / `describe()`."""
+
     ttft: PercentileTargets | None = Field(default=None, description="TTFT targets by percentile, ms")
     itl: PercentileTargets | None = Field(default=None, description="ITL targets by percentile, ms")
     tpot: PercentileTargets | None = Field(default=None, description="TPOT targets by percentile, ms")
@@ -126,18 +155,27 @@ class Slo(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _mirror_p95(cls, data: object) -> object:
-        """`ttft: {p95: X}` also sets ttft_p95_ms = X (and itl likewise), so that readers of the p95
-        keys see the same target; a clash between the two spellings is an error."""
+    def _fold_p95_keys(cls, data: object) -> object:
+        """`ttft_p95_ms: X` is `ttft: {p95: X}` (itl likewise): one storage, so no reader can see one
+        spelling and miss the other; a clash between the two spellings is an error. With no target
+        at all, the defaults."""
         if not isinstance(data, dict):
             return data
         out = dict(data)
         for m in ("ttft", "itl"):
-            sub, key = out.get(m), f"{m}_p95_ms"
-            if isinstance(sub, dict) and sub.get("p95") is not None:
-                if key in out and out[key] != sub["p95"]:
-                    raise ValueError(f"{key} ({out[key]}) and {m}.p95 ({sub['p95']}) disagree; give one of them")
-                out[key] = sub["p95"]
+            key = f"{m}_p95_ms"
+            if key not in out:
+                continue
+            v, sub = out.pop(key), out.get(m)
+            if sub is None:
+                out[m] = {"p95": v}
+            elif isinstance(sub, dict):
+                if sub.get("p95") is not None and sub["p95"] != v:
+                    raise ValueError(f"{key} ({v}) and {m}.p95 ({sub['p95']}) disagree; give one of them")
+                out[m] = {**sub, "p95": v}
+        if all(out.get(m) is None for m in SLO_METRICS):
+            for m, q, v in DEFAULT_SLO_TARGETS:
+                out[m] = {**(out.get(m) or {}), q: v}
         return out
 
     @model_validator(mode="after")
@@ -151,20 +189,40 @@ class Slo(_Strict):
         return self
 
     def targets(self) -> tuple[tuple[str, str, float], ...]:
-        """Every (metric, percentile, ms) target that must hold. A metric given as a mapping uses its
-        percentiles; ttft and itl otherwise use their p95 keys."""
+        """Every (metric, percentile, ms) target that must hold, in SLO_METRICS then percentile order."""
         out: list[tuple[str, str, float]] = []
         for m in SLO_METRICS:
             sub = getattr(self, m)
-            if sub is not None:
-                out += [(m, q, v) for q, v in sub.items()]
-            elif m in ("ttft", "itl"):
-                out.append((m, "p95", float(getattr(self, f"{m}_p95_ms"))))
+            out += [(m, q, v) for q, v in sub.items()] if sub else []
         return tuple(out)
+
+    def target_ms(self, metric: str, q: str) -> float | None:
+        """The target of one metric at one percentile, ms; None when the user set none."""
+        return next((v for m, p, v in self.targets() if (m, p) == (metric, q)), None)
+
+    def bound_ms(self, metric: str, q: str) -> float:
+        """As target_ms, with no target meaning no bound (inf): for arithmetic, never for printing."""
+        v = self.target_ms(metric, q)
+        return math.inf if v is None else v
+
+    @property
+    def ttft_p95_ms(self) -> float | None:
+        """The TTFT p95 target, ms; None when the user set none."""
+        return self.target_ms("ttft", "p95")
+
+    @property
+    def itl_p95_ms(self) -> float | None:
+        """The ITL p95 target, ms; None when the user set none."""
+        return self.target_ms("itl", "p95")
+
+    def per_token_ms(self) -> float | None:
+        """The tightest per-token target (ITL or TPOT at any percentile), ms; None without one."""
+        vals = [v for m, _, v in self.targets() if m in ("itl", "tpot")]
+        return min(vals) if vals else None
 
     def describe(self) -> str:
         """One line, e.g. "TTFT p95 ≤ 1000 ms, ITL p99 ≤ 50 ms"."""
-        return ", ".join(f"{m.upper()} {q} ≤ {v:g} ms" for m, q, v in self.targets())
+        return describe_targets(self.targets())
 
 
 TraceFormat = Literal["auto", "azure2023", "mooncake", "csv", "jsonl"]
@@ -225,8 +283,14 @@ class RequestClass(_Strict):
 
 
 def _tightest_slo(classes: list[RequestClass]) -> Slo:
-    """The analytic pre-search's targets for a mix: each metric's tightest p95 over the classes."""
-    return Slo(ttft_p95_ms=min(c.slo.ttft_p95_ms for c in classes), itl_p95_ms=min(c.slo.itl_p95_ms for c in classes))
+    """The analytic pre-search's targets for a mix: each (metric, percentile) target at its tightest value
+    over the classes that set it (Slo.targets(), the one source of what a target is)."""
+    tight: dict[str, dict[str, float]] = {}
+    for c in classes:
+        for m, q, v in c.slo.targets():
+            by_q = tight.setdefault(m, {})
+            by_q[q] = min(v, by_q.get(q, v))
+    return Slo.model_validate(tight)
 
 
 def _merge_classes(data: dict[str, object]) -> dict[str, object]:
@@ -409,10 +473,29 @@ class WorkloadSpec(_Strict):
         (sizing/planning/builder.py served_max_model_len)."""
         return self.max_context_tokens or (self.prompt_tokens.p95_or_mean + self.output_tokens.p95_or_mean)
 
+    def _implied_tokens_per_s_per_user(self) -> float | None:
+        """What the SLO implies per active request, output tokens/s: 1000 / the tightest ITL or TPOT
+        target, else the output mean over the tightest E2E target; None when it implies no rate."""
+        per_token = self.slo.per_token_ms()
+        if per_token is not None:
+            return 1000.0 / per_token
+        e2e = [v for m, _, v in self.slo.targets() if m == "e2e"]
+        return self.output_tokens.mean * 1000.0 / min(e2e) if e2e else None
+
+    @model_validator(mode="after")
+    def _rate_known(self) -> WorkloadSpec:
+        if self.traffic.concurrent_users is not None and self.traffic.tokens_per_s_per_user is None \
+                and self._implied_tokens_per_s_per_user() is None:
+            raise ValueError("with concurrent_users and only a TTFT target, give traffic.tokens_per_s_per_user "
+                             "(output tokens/s each user needs) or an ITL, TPOT or E2E target")
+        return self
+
     @property
-    def tokens_per_s_per_user(self) -> float:
-        """Output tokens/s per active request: given, or 1000 / ITL p95."""
-        return self.traffic.tokens_per_s_per_user or 1000.0 / self.slo.itl_p95_ms
+    def tokens_per_s_per_user(self) -> float | None:
+        """Output tokens/s per active request: given, else what the SLO implies (1000 / the tightest
+        ITL or TPOT target, or output mean / the tightest E2E target); None only for a rate-driven
+        workload whose SLO implies none (its demand is requests/s × output tokens)."""
+        return self.traffic.tokens_per_s_per_user or self._implied_tokens_per_s_per_user()
 
 
 # EC2 ids: an On-Demand Capacity Reservation and a Capacity Block are both capacity reservations,

@@ -107,8 +107,38 @@ def stack_name(path: Path) -> str:
     return path.stem
 
 
-def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
-    """One line per problem: `prefix.field.path: what is wrong (got X)`."""
+# What a person calls each input model, for pydantic's "instance of <class>" messages: a Python class
+# name never reaches the user (sizing.spec, sizing.deployment; a model missing here reads "a mapping").
+USER_TYPE_NAMES = {
+    "TokenLength": "a token count, or a mapping {mean: N, p95: N}",
+    "PercentileTargets": "a mapping of percentile targets in ms, e.g. {p95: 1000}",
+}
+_INSTANCE_OF = re.compile(r"(?:a valid dictionary or )?instance of ([A-Z][A-Za-z0-9_]*)")
+
+
+def _user_words(msg: str) -> str:
+    return _INSTANCE_OF.sub(lambda m: USER_TYPE_NAMES.get(m.group(1), "a mapping"), msg)
+
+
+def _submodels(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists and dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for a in getattr(annotation, "__args__", ()) for m in _submodels(a)]
+
+
+def _known_keys(model: type[BaseModel] | None, path: list[str]) -> list[str]:
+    """The keys the model accepts at `path` (the unknown key's parent), through nested models."""
+    models = [model] if model else []
+    for part in path:
+        models = [m for cur in models if part in cur.model_fields
+                  for m in _submodels(cur.model_fields[part].annotation)]
+    return sorted({k for m in models for k in m.model_fields})
+
+
+def format_validation_error(prefix: str, e: ValidationError, model: type[BaseModel] | None = None) -> list[str]:
+    """One line per problem: `prefix.field.path: what is wrong (got X)`; an unknown key gets the closest
+    key `model` accepts there ("did you mean concurrent_users?"); no Python class name is shown."""
     lines = []
     wheres: list[tuple[str, str, bool]] = []  # (where, line, the input was a list) in order
     for err in e.errors():
@@ -119,9 +149,11 @@ def format_validation_error(prefix: str, e: ValidationError) -> list[str]:
         parts = [p for p in loc.split(".") if p and p not in ("int", "float", "str", "list[str]", "TokenLength",
                                                                "list[literal]", "constrained-int")]
         where = ".".join([prefix] + parts) if parts else prefix
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = _user_words(err["msg"].removeprefix("Value error, "))
         if err["type"] == "extra_forbidden":
-            msg = "unknown key; remove it or check its spelling"
+            close = difflib.get_close_matches(parts[-1] if parts else "", _known_keys(model, parts[:-1]), n=1,
+                                              cutoff=0.75)
+            msg = f"unknown key; did you mean {close[0]}?" if close else "unknown key; remove it or check its spelling"
         inp = err.get("input")
         shown = "" if isinstance(inp, (dict, list)) or err["type"] in ("missing", "extra_forbidden") \
             else f" (got {short_repr(inp)})"
@@ -147,7 +179,7 @@ def _validate(model: type[BaseModel], prefix: str, raw: Any, problems: list[str]
     try:
         return model.model_validate(raw)
     except ValidationError as e:
-        problems.extend(format_validation_error(prefix, e))
+        problems.extend(format_validation_error(prefix, e, model))
         return None
 
 
@@ -184,7 +216,20 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
         if not isinstance(node, dict):
             raise SpecError(f"--set {item!r}: parent is not a mapping")
         node[parts[-1]] = parse_value(value)
+        if parts[:2] == ["workload", "slo"] and len(parts) == 3:
+            _drop_other_spelling(node, parts[2])
     return out
+
+
+def _drop_other_spelling(slo: dict[str, Any], key: str) -> None:
+    """A --set of one spelling of a p95 target overrides the file's other spelling (`ttft_p95_ms` and
+    `ttft: {p95: ..}` are one target, sizing.spec.Slo), so that the two cannot disagree."""
+    for m in ("ttft", "itl"):
+        legacy = f"{m}_p95_ms"
+        if key == m:
+            slo.pop(legacy, None)
+        elif key == legacy and isinstance(slo.get(m), dict):
+            slo[m] = {q: v for q, v in slo[m].items() if q != "p95"} or None
 
 
 def read_config(path: Path) -> dict[str, Any]:

@@ -6,9 +6,11 @@ Only regular files are read (a FIFO would block, /dev/zero never ends), and at m
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from sizing.errors import SpecError
@@ -54,10 +56,31 @@ def read_user_file(path: str | Path, what: str, hint: str = "", max_bytes: int =
             os.close(fd)
 
 
+# a temporary file older than this is a killed writer's, not a running one's (a write takes milliseconds)
+STALE_TEMP_S = 60.0
+
+
+def remove_stale_temps(path: Path, now: float | None = None) -> list[Path]:
+    """Remove `path`'s leftover temporary files (`.<name>.*.tmp`, atomic_write_text's names) last modified
+    more than STALE_TEMP_S ago; a younger one may be another writer's and is kept. Returns those removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for p in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            if now - p.lstat().st_mtime > STALE_TEMP_S and stat.S_ISREG(p.lstat().st_mode):
+                p.unlink()
+                removed.append(p)
+        except OSError:  # gone already (another writer cleaned it), or not ours to remove
+            continue
+    return removed
+
+
 def atomic_write_text(path: Path, text: str, usual_mode: bool = False) -> None:
     """Write `path` so a reader sees the old file or the new one whole, never a part: a temporary
     file of its own (unique name) in the same directory, fsync, rename over, fsync the directory.
-    `usual_mode`: the umask's mode (a file people commit), not mkstemp's 0600."""
+    `usual_mode`: the umask's mode (a file people commit), not mkstemp's 0600. Temporary files of `path`
+    that a killed writer left (kill -9 between mkstemp and rename) are removed first (remove_stale_temps)."""
+    remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         if usual_mode:

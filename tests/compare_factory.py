@@ -11,6 +11,6 @@ def option_row(label: str, usd_per_month: float, blast_radius: float, pools: lis
         label=label, stack=label, strategy="auto", model=model, pools=pools, gpu="L4", instance_type="g6.12xlarge",
         precision="fp8", gpus=gpus, instances=gpus // 4, usd_per_hour=usd_per_month / 730,
         usd_per_month=usd_per_month, all_in_usd_per_month=usd_per_month, usd_per_million_output_tokens=1.0,
-        usd_per_million_output_tokens_at_capacity=1.0, ttft_p95_ms=100.0, itl_p95_ms=20.0, ttft_headroom=0.5,
-        itl_headroom=0.5, blast_radius=blast_radius, survives_node_loss=True, cold_start_s=300.0, utilization=0.5,
+        usd_per_million_output_tokens_at_capacity=1.0, slo_figures=["TTFT p95 100 ms (90%)", "ITL p95 20 ms (20%)"],
+        slo_headroom=0.2, blast_radius=blast_radius, survives_node_loss=True, cold_start_s=300.0, utilization=0.5,
         cheapest_api_usd_per_million_output_tokens=None, warnings=[])

@@ -28,6 +28,8 @@ HOSTILE_MAX_S = 60.0
 MODELS_BOMB_BYTES = 64 * 2**20  # decompressed size of the /v1/models gzip bomb (64 KiB on the wire)
 HOSTILE_MODES = {
     "data-number": "a stream whose first event is `data: 5` (valid JSON, not an object)",
+    "choices-junk": 'a stream whose token chunks are `{"choices": [1]}` (a choice that is not an object)',
+    "text-object": 'a stream whose token chunks carry an object as their text (`"text": {"a": 1}`)',
     "usage-string": 'a stream whose usage event is `"usage": "lots"`',
     "usage-inf": "a stream whose usage says completion_tokens 1e400 (JSON infinity)",
     "endless-line": "a stream that sends one `data:` line that never ends",
@@ -194,7 +196,11 @@ class _State:
         for i in range(max_tokens):
             if i:
                 await asyncio.sleep(cfg.itl_s)
-            choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+            choice: Any = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+            if hostile == "choices-junk":
+                choice = 1
+            elif hostile == "text-object":
+                choice = {"index": 0, "delta": {"content": {"a": 1}}} if chat else {"index": 0, "text": {"a": 1}}
             await event({"id": f"r{n}", "object": "text_completion", "choices": [choice]})
         if hostile == "usage-string":
             await event({"id": f"r{n}", "choices": [], "usage": "lots"})

@@ -34,6 +34,8 @@ class Scenario:
 SCENARIOS = [
     Scenario("data-number", 2, "bad-stream", 3.0),
     Scenario("usage-string", 2, "bad-stream", 3.0),
+    Scenario("choices-junk", 2, "bad-stream", 3.0),  # issue 27: were counted as tokens, exit 0
+    Scenario("text-object", 2, "bad-stream", 3.0),
     Scenario("usage-inf", 2, "bad-stream", 3.0),
     Scenario("endless-line", 1, "bad-stream", 3.0),
     Scenario("stream-gzip-bomb", 1, "bad-stream", 3.0),

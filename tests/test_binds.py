@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
 from sizing.cli import app
-from sizing.perf.binding import LABELS
+from sizing.perf.binding import LABELS, target_label
 from sizing.perf.goodput import goodput
 from sizing.perf.load import WorkloadShape, estimate_closed_loop
 from sizing.perf.replica import ReplicaConfig
@@ -34,7 +34,9 @@ def test_every_pool_names_its_binding_constraint(path: Path) -> None:
     for pool in json.loads(out)["pools"]:
         r = pool["per_replica"]
         assert r["bound"] in ("itl-tail", "ttft-queueing", "kv-capacity", "engine-limit"), r["bound"]
-        assert r["binds"].startswith(LABELS[r["bound"]]), r["binds"]
+        # a latency bound is named by the target that breaks first, at the percentile the stack set
+        names = [LABELS[r["bound"]]] + [target_label(m, q) for m, q, _ in load_stack(path).workload.slo.targets()]
+        assert r["binds"].startswith(tuple(names)), r["binds"]
         assert "bound by" in r["binds"]
 
 
@@ -91,7 +93,7 @@ def test_estimate_with_an_slo_names_what_binds() -> None:
                           "--ttft-p95-ms", "1000", "--itl-p95-ms", "30", "--format", "json")
     assert code == 0, err
     d = json.loads(out)
-    assert d["binding"] in LABELS and d["binds"].startswith(LABELS[d["binding"]])
+    assert d["binding"] in LABELS and d["binds"].startswith((LABELS[d["binding"]], "ITL p95", "TTFT p95"))
     code, out, err = _run("estimate", "--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--gpu", "L4",
                           "--precision", "fp16", "--itl-p95-ms", "25")
     assert code == 3 and "ITL floor" in err and len(err.strip().splitlines()) == 1

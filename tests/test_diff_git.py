@@ -99,7 +99,7 @@ def test_working_tree_against_head(repo: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_infeasible_side_is_reported_not_a_crash(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dev = repo / "stacks" / "Pulumi.dev.yaml"
-    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 1"))
+    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 2.2"))
     bad = repo / "stacks" / "Pulumi.prod.yaml"
     bad.write_text("config:\n  llmcap:workload: {model: nope-model}\n")
     code, out = run(repo, monkeypatch, "--base", "HEAD", "--format", "json")
@@ -165,7 +165,7 @@ def test_render_prices_every_resource_of_the_changed_stack(repo: Path, monkeypat
 def test_a_head_that_cannot_be_planned_fails_the_gate_with_its_reason(repo: Path, monkeypatch: pytest.MonkeyPatch
                                                                       ) -> None:
     dev = repo / "stacks" / "Pulumi.dev.yaml"
-    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 1"))
+    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 2.2"))
     bad = repo / "stacks" / "Pulumi.prod.yaml"
     bad.write_text("config:\n  llmcap:workload: {model: nope-model}\n")
     code, md = run(repo, monkeypatch, "--base", "HEAD", "--fail-above-percent", "0", "--budget-usd-month", "1")
@@ -258,6 +258,6 @@ def test_saved_plans_are_compared_when_the_refs_have_them(repo: Path, monkeypatc
 
 def test_an_infeasible_head_with_its_own_budget_fails_that_gate(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dev = repo / "stacks" / "Pulumi.dev.yaml"
-    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 1") + "  llmcap:budget_usd_month: 50000\n")
+    dev.write_text(dev.read_text().replace("itl_p95_ms: 25", "itl_p95_ms: 2.2") + "  llmcap:budget_usd_month: 50000\n")
     code, md = run(repo, monkeypatch, "--base", "HEAD", "--stacks", "stacks/Pulumi.dev.yaml")
     assert code == 1 and "Gate failed:** stack dev cannot be priced at working tree (infeasible: " in md

@@ -197,3 +197,13 @@ def test_pip_metadata_lists_cloud_sdks_only_under_extras(tmp_path: Path) -> None
             by_extra.setdefault(extra.group(1), set()).add(re.sub(r"[-_.]+", "-", q.name).lower())
     assert {"pulumi", "pulumi-aws", "pulumi-kubernetes"} <= by_extra["infra"] and "boto3" in by_extra["aws"]
     assert set(dist["metadata"]["provides_extra"]) == {"infra", "aws", "bench", "plot", "dev"}
+
+
+def test_plan_preflight_without_boto3_still_plans_and_says_why_it_skipped(tmp_path: Path) -> None:
+    """Issue 27: `plan --preflight` without the aws extra failed the whole plan; preflight is advice on top."""
+    [r] = _run_blocked({"boto3", "botocore"}, [["plan", "stacks/Pulumi.dev.yaml", "--preflight", "--format", "json"]],
+                       tmp_path)
+    assert r["code"] == 0 and r["exception"] == "", r
+    doc = json.loads(str(r["stdout"]))
+    skipped = [w for w in doc["warnings"] if w.startswith("preflight skipped: ")]
+    assert skipped and skipped[0].endswith("pip install 'llmcap[aws]'"), doc["warnings"]

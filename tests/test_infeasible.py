@@ -61,9 +61,9 @@ def test_suggestions_stay_nearby() -> None:
     costs = [s["usd_per_month"] for s in doc["suggestions"]]
     assert costs == sorted(costs)
     for s in doc["suggestions"]:
-        assert s["usd_per_month"] <= 10 * costs[0] and s["usd_per_month"] <= 1_000_000
-        if "workload.slo.itl_p95_ms" in s["set"]:
-            assert s["set"]["workload.slo.itl_p95_ms"] <= 200
+        assert s["usd_per_month"] <= 3 * costs[0] and s["usd_per_month"] <= 1_000_000
+        if "workload.slo.itl" in s["set"]:
+            assert max(s["set"]["workload.slo.itl"].values()) <= 200
 
 
 def test_checkpoint_cause_is_one_line_and_datasheet_gaps_are_condensed() -> None:
@@ -81,3 +81,15 @@ def test_context_beyond_the_model_limit_is_its_own_cause() -> None:
     assert code == 2 and out == ""
     assert err.strip().count("\n") == 0
     assert "8,192-token context" in err and "prompt_tokens" in err
+
+
+def test_a_costlier_change_than_a_few_times_the_cheapest_is_counted_not_shown() -> None:
+    """Issue 27: 405B held to A10G at bf16 suggested H100s at $160,717/month and a 4-bit fleet at $951,219."""
+    code, out, err = _run("plan", str(ROOT / "stacks" / "Pulumi.llama405b.yaml"), "--set", "hardware.gpus=[A10G]",
+                          "--set", "workload.precision=bf16")
+    assert code == 3
+    shown = [ln for ln in err.splitlines() if ln.startswith("error: to make it feasible: ")]
+    costs = [float(ln.rsplit("$", 1)[1].split("/")[0].replace(",", "")) for ln in shown if "/month" in ln
+             and "not shown" not in ln]
+    assert costs and max(costs) <= 3 * min(costs), shown
+    assert any("costlier change(s) over $" in ln and "not shown" in ln for ln in shown), shown

@@ -81,8 +81,8 @@ def test_public_endpoint_needs_tls_and_source_ranges() -> None:
 
 def test_queue_threshold_follows_the_plan_ttft_headroom() -> None:
     pool = make_pool()  # predicted TTFT p95 400 ms, goodput 1.5 req/s per replica
-    tight = make_plan([pool], workload={"slo": {"ttft_p95_ms": 500}})
-    loose = make_plan([pool], workload={"slo": {"ttft_p95_ms": 20400}})
+    tight = make_plan([pool], workload={"slo": {"ttft_p95_ms": 500, "itl_p95_ms": 50}})
+    loose = make_plan([pool], workload={"slo": {"ttft_p95_ms": 20400, "itl_p95_ms": 50}})
     assert queue_threshold(tight, pool) == 1  # the floor
     assert queue_threshold(loose, pool) == 15  # 20 s headroom × 1.5 req/s × share 0.5
 

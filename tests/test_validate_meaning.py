@@ -34,8 +34,7 @@ def test_context_beyond_the_model_is_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "hint"), [
-    ("itl_p95_ms: 25", "itl_p95_ms: 0.03", "did you mean 30 ms?"),
-    ("ttft_p95_ms: 1000", "ttft_p95_ms: 2", "did you mean 2,000 ms?"),
+    ("ttft_p95_ms: 1000", "ttft_p95_ms: 5", "did you mean 5,000 ms?"),
     ("redundancy: 1", "redundancy: 150", "more spares than requests in flight"),
 ])
 def test_suspicious_values_warn_in_one_line(tmp_path: Path, old: str, new: str, hint: str) -> None:
@@ -43,6 +42,18 @@ def test_suspicious_values_warn_in_one_line(tmp_path: Path, old: str, new: str, 
     assert code == 0 and out.startswith("OK")
     lines = [x for x in err.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and hint in lines[0], err
+
+
+@pytest.mark.parametrize(("old", "new", "hint"), [
+    ("itl_p95_ms: 25", "itl_p95_ms: 0.03", "did you mean 30 ms?"),
+    ("ttft_p95_ms: 1000", "ttft_p95_ms: 2", "did you mean 2,000 ms?"),
+])
+def test_a_unit_slip_below_the_engine_floor_is_an_error_with_the_hint(tmp_path: Path, old: str, new: str,
+                                                                      hint: str) -> None:
+    code, out, err = _validate(tmp_path, _edit(old, new))
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2 and out == "" and len(lines) == 1, err
+    assert "below one engine step" in lines[0] and hint in lines[0], err
 
 
 def test_prequantized_precision_without_checkpoint(tmp_path: Path) -> None:

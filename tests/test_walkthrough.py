@@ -30,7 +30,7 @@ config:
     prompt_tokens: 1024
     output_tokens: 256
     traffic: {concurrent_users: 4}
-    slo: {ttft_p95_ms: 2, itl_p95_ms: 0.03}
+    slo: {ttft_p95_ms: 5, itl_p95_ms: 25}
   llmcap:hardware:
     redundancy: 5
 """
@@ -73,7 +73,7 @@ STEPS = [
          expect=["8,192-token context"]),
     Step("validate reads what a stack means (here: SLOs in seconds, too many spares, no checkpoint)", "6",
          ["validate", "my-stack.yaml"], files={"my-stack.yaml": SUSPICIOUS_STACK},
-         expect=["did you mean 30 ms?", "did you mean 2,000 ms?", "more spares than requests in flight",
+         expect=["did you mean 5,000 ms?", "more spares than requests in flight",
                  "int4-awq needs a pre-quantized checkpoint"]),
     Step("compare strategies side by side (an option identical to another says so)", "9",
          ["compare", "stacks/Pulumi.dev.yaml", "--strategies", "scale-up,scale-out,mixed"], columns=160,

@@ -420,3 +420,17 @@ def test_the_preview_job_previews_only_llmcap_config(tmp_path: Path) -> None:
     assert r.outputs == {"stacks": "dev"}
     assert sorted(p.name for p in stacks.iterdir()) == ["Pulumi.dev.yaml"]
     assert r.stdout.count("::warning::not previewing stack") == 6, r.stdout
+
+
+def test_the_gate_runs_the_base_commits_llmcap_never_the_pull_requests() -> None:
+    """Issue 27, item 8: a pull request that edits sizing/ must not compute its own cost gate. The diff job
+    installs llmcap from a checkout of the base commit; no step installs the merge commit's code."""
+    wf = workflow()
+    steps = wf["jobs"]["diff"]["steps"]
+    checkouts = [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout@")]
+    trusted = [c for c in checkouts if c["with"].get("path") == "trusted"]
+    assert len(trusted) == 1 and trusted[0]["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    installs = [s["run"] for s in steps if "pip install" in str(s.get("run", ""))]
+    assert installs == ["pip install ./trusted"], installs
+    names = [s.get("name") for s in steps]
+    assert names.index(trusted[0]["name"]) < names.index("llmcap diff")

@@ -130,20 +130,17 @@ class NotDeployable(LlmcapError):
         super().__init__(f"not deployable: {len(lines)} problem(s)", lines)
 
 
-def print_fit_table(report: FitReport, echo: Callable[[Any], None]) -> None:
-    """The per-pool figures as a rich table (columns: the union of the rows' keys, in order), handed
-    to `echo` (e.g. a rich Console's print)."""
-    from rich.table import Table
+def print_fit_table(report: FitReport, echo: Callable[[Any], None], width: int = 80) -> None:
+    """The per-pool figures (columns: the union of the rows' keys, in order) as a table when it fits `width`
+    columns, else key: value per pool (sizing.report.format.fitted_table), handed to `echo` (e.g. a rich
+    Console's print)."""
+    from sizing.report.format import fitted_table
 
     cols: list[str] = []
     for r in report.rows:
         cols.extend(k for k in r if k not in cols)
-    table = Table(title="deployability check (infra/fit/check.py)" + ("" if report.ok else " -- FAILED"))
-    for c in cols:
-        table.add_column(c, overflow="fold")
-    for r in report.rows:
-        table.add_row(*[_cell(r.get(c, "")) for c in cols])
-    echo(table)
+    echo(fitted_table("deployability check (infra/fit/check.py)" + ("" if report.ok else " -- FAILED"), cols,
+                      [[_cell(r.get(c, "")) for c in cols] for r in report.rows], width))
 
 
 def _cell(v: object) -> str:

@@ -48,8 +48,12 @@ def queue_threshold(plan: Plan, pool: Pool) -> int:
     a = settings.policy().autoscaling
     if _fleet_pool(plan, pool) and plan.fleet is not None and plan.fleet.queue_threshold > 0:
         return max(a.minimum_threshold, plan.fleet.queue_threshold)
-    ttft_slo_ms = plan.workload.slo.ttft_p95_ms
-    headroom_s = max(ttft_slo_ms - pool.per_replica.ttft_p95_ms, 0.0) / 1000.0
+    # the tightest queueing headroom among the SLO's TTFT targets (E2E when it sets no TTFT target)
+    targets = plan.workload.slo.targets()
+    waits = [t for t in targets if t[0] == "ttft"] or [t for t in targets if t[0] == "e2e"]
+    if not waits:
+        return a.minimum_threshold
+    headroom_s = min(max(v - pool.per_replica.percentile(m, q), 0.0) for m, q, v in waits) / 1000.0
     q = math.floor(headroom_s * pool.per_replica.goodput_requests_per_s * a.headroom_share)
     return max(a.minimum_threshold, q)
 

@@ -594,6 +594,50 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     3-year Compute Savings Plan rates (savingsplans:DescribeSavingsPlansOfferingRates, a separate permission).
     `capacity_blocks`: instance types whose Capacity Block rate to read (DescribeCapacityBlockOfferings)."""
     out = out_dir or USER_CACHE_DIR
+    with cache_lock(out):  # read the cache, fetch, merge and write as one step: no refresh reverts another's
+        return _refresh_locked(regions, out, clients, catalog, today, allow_shrink, now, savings_plans,
+                               tuple(capacity_blocks))
+
+
+# how long a refresh waits for another refresh of the same cache to finish (one region's fetch takes seconds
+# to a minute); the lock is an flock, which the kernel releases when its holder exits, kill -9 included, so
+# a lock is never stale: a dead refresh never blocks the next one
+LOCK_WAIT_S = 300.0
+
+
+@contextmanager
+def cache_lock(out: Path, wait_s: float | None = None) -> Iterator[None]:
+    """Hold the catalog cache `out`'s lock (`.<name>.lock` beside it, fcntl.flock) for the block; wait at most
+    `wait_s` (LOCK_WAIT_S) for another holder, then one AwsDataError naming it."""
+    import fcntl
+    import time
+
+    out = out.absolute()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = out.parent / f".{out.name}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "another process"
+                    raise AwsDataError(f"another catalog refresh of {out} is running (pid {holder}); the cache "
+                                       "is unchanged: run this one again when it has finished") from None
+                time.sleep(0.1)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def _refresh_locked(regions: list[str], out: Path, clients: AwsClients, catalog: Catalog, today: date | None,
+                    allow_shrink: bool, now: datetime | None, savings_plans: bool,
+                    capacity_blocks: tuple[str, ...]) -> RefreshResult:
     now = now or datetime.now(UTC)
     as_of = (today or now.date()).isoformat()
     inst_rows: dict[str, dict[str, str]] = {}

@@ -6,31 +6,59 @@ from __future__ import annotations
 
 import fnmatch
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sizing.analysis.diff import (
     CostDiff,
     Planner,
+    Side,
     StackDiff,
     build_diff,
     pair_renames,
     plan_side,
+    side_unplanned,
     stack_diff,
 )
 from sizing.errors import SpecError
+from sizing.user_files import DEFAULT_MAX_BYTES, MIB, read_user_file
 
 DEFAULT_STACKS_GLOB = "stacks/Pulumi.*.yaml"
 
 
-def git(args: list[str], cwd: Path) -> str:
+def git_bytes(args: list[str], cwd: Path) -> bytes:
+    """git's stdout as bytes (what a commit holds is not necessarily text); a failure is one SpecError."""
     try:
-        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
     except FileNotFoundError:
         raise SpecError("git is not installed or not on PATH; llmcap diff --base needs it") from None
     if r.returncode != 0:
-        msg = (r.stderr or r.stdout).strip().splitlines()
+        msg = (r.stderr or r.stdout).decode("utf-8", "replace").strip().splitlines()
         raise SpecError(f"git {' '.join(args)}: {msg[-1] if msg else 'failed'}")
-    return r.stdout
+    return bytes(r.stdout)
+
+
+def git(args: list[str], cwd: Path) -> str:
+    """git's stdout for commands whose output is git's own text (names, hashes); undecodable bytes are
+    replaced, never raised."""
+    return git_bytes(args, cwd).decode("utf-8", "replace")
+
+
+def blob_text(ref: str, name: str, root: Path, what: str, max_bytes: int) -> str:
+    """The UTF-8 text of `name` at `ref`, read as a file on disk is (sizing.user_files.read_user_file): its
+    size checked before a byte is read, at most `max_bytes`, bytes decoded only once whole; anything else
+    is one SpecError naming the file at its ref."""
+    where = f"{ref}:{name}"
+    size = int(git(["cat-file", "-s", where], root).strip() or 0)
+    if size > max_bytes:
+        raise SpecError(f"{where}: {size / MIB:,.1f} MiB is too large for a {what} "
+                        f"(the limit is {max_bytes / MIB:g} MiB)")
+    data = git_bytes(["cat-file", "blob", where], root)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{where}: not UTF-8 text (byte {e.start}); a {what} is UTF-8 text") from None
 
 
 def repo_root(cwd: Path) -> Path:
@@ -53,29 +81,67 @@ def matches(path: str, pattern: str) -> bool:
     return fnmatch.fnmatchcase(path, pattern)
 
 
-def files_at(ref: str | None, root: Path, pattern: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class Files:
+    """Files read at one ref: path → text, and path → why it cannot be read (too large, not UTF-8, not a
+    regular file); an unreadable file makes its side of the diff "unreadable", never a crash."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    unreadable: dict[str, SpecError] = field(default_factory=dict)
+
+    def paths(self) -> set[str]:
+        return set(self.texts) | set(self.unreadable)
+
+
+def _read_all(names: list[str], read: Callable[[str], str]) -> Files:
+    out = Files()
+    for n in names:
+        try:
+            out.texts[n] = read(n)
+        except SpecError as e:
+            out.unreadable[n] = e
+    return out
+
+
+def files_at(ref: str | None, root: Path, pattern: str) -> Files:
     """Stack files matching `pattern` (relative to the repo root) at `ref`, or in the working tree
-    when ref is None: path → text."""
+    when ref is None, each read within the stack file limits (sizing.stack.STACK_MAX_BYTES, UTF-8)."""
+    from sizing.stack import STACK_MAX_BYTES
+
     if ref is None:
-        return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
-                for p in sorted(root.glob(pattern)) if p.is_file()}
+        on_disk = [p.relative_to(root).as_posix() for p in sorted(root.glob(pattern)) if p.is_file()]
+        return _read_all(on_disk, lambda n: read_user_file(root / n, "stack file", max_bytes=STACK_MAX_BYTES))
     names = [n for n in git(["ls-tree", "-r", "--name-only", ref], root).splitlines() if matches(n, pattern)]
-    return {n: git(["show", f"{ref}:{n}"], root) for n in names}
+    return _read_all(names, lambda n: blob_text(ref, n, root, "stack file", STACK_MAX_BYTES))
 
 
-def saved_plans_at(ref: str | None, root: Path, stack_paths: list[str]) -> dict[str, str]:
-    """The saved plan text of each stack file that has one at `ref` (None = the working tree):
-    stack path → plan text."""
+def saved_plans_at(ref: str | None, root: Path, stack_paths: list[str]) -> Files:
+    """The saved plan of each stack file that has one at `ref` (None = the working tree), keyed by the
+    stack's path, each read within the saved-plan limits (sizing.user_files.DEFAULT_MAX_BYTES, UTF-8)."""
     from sizing.planning.saved_plan import saved_plan_path
 
     wanted = {saved_plan_path(p).as_posix(): p for p in stack_paths}
     if ref is None:
-        return {stack: (root / plan).read_text(encoding="utf-8") for plan, stack in wanted.items()
-                if (root / plan).is_file()}
-    if not wanted:
-        return {}
-    present = git(["ls-tree", "-r", "--name-only", ref, "--", *sorted(wanted)], root).splitlines()
-    return {wanted[n]: git(["show", f"{ref}:{n}"], root) for n in present if n in wanted}
+        present = [plan for plan in wanted if (root / plan).is_file()]
+        files = _read_all(present, lambda n: read_user_file(root / n, "saved plan"))
+    elif not wanted:
+        return Files()
+    else:
+        present = [n for n in git(["ls-tree", "-r", "--name-only", ref, "--", *sorted(wanted)], root).splitlines()
+                   if n in wanted]
+        files = _read_all(present, lambda n: blob_text(ref, n, root, "saved plan", DEFAULT_MAX_BYTES))
+    return Files({wanted[n]: t for n, t in files.texts.items()}, {wanted[n]: e for n, e in files.unreadable.items()})
+
+
+def _side(plan: Planner, name: str, path: str, ref: str, files: Files, plans: Files) -> Side | None:
+    """One side of a stack's diff: absent, unreadable (the file or its saved plan: the reason, no plan), or
+    planned from its text (sizing.analysis.diff.plan_side)."""
+    err = files.unreadable.get(path) or plans.unreadable.get(path)
+    if err is not None:
+        return side_unplanned(ref, err, "unreadable")
+    if path not in files.texts:
+        return None
+    return plan_side(plan, name, files.texts[path], ref, path, plans.texts.get(path))
 
 
 def diff_refs(base: str, head: str | None, planner: Planner, pattern: str = DEFAULT_STACKS_GLOB,
@@ -89,23 +155,26 @@ def diff_refs(base: str, head: str | None, planner: Planner, pattern: str = DEFA
     if head is not None:
         check_ref(head, root)
     plan = planner
-    old, new = files_at(base, root, pattern), files_at(head, root, pattern)
-    old_plans, new_plans = saved_plans_at(base, root, sorted(old)), saved_plans_at(head, root, sorted(new))
+    old_files, new_files = files_at(base, root, pattern), files_at(head, root, pattern)
+    old_plans = saved_plans_at(base, root, sorted(old_files.texts))
+    new_plans = saved_plans_at(head, root, sorted(new_files.texts))
+    old, new = old_files.texts, new_files.texts
     head_label = head or "working tree"
-    renames = pair_renames({p: t for p, t in old.items() if p not in new},
-                           {p: t for p, t in new.items() if p not in old})
+    renames = pair_renames({p: t for p, t in old.items() if p not in new_files.paths()},
+                           {p: t for p, t in new.items() if p not in old_files.paths()})
     renamed_old = set(renames.values())
     out: list[StackDiff] = []
     same = 0
-    for path in sorted(set(old) | set(new)):
+    for path in sorted(old_files.paths() | new_files.paths()):
         if path in renamed_old:
             continue
-        if old.get(path) == new.get(path) and old_plans.get(path) == new_plans.get(path):
+        if path in old and old.get(path) == new.get(path) and old_plans.texts.get(path) == new_plans.texts.get(path) \
+                and path not in old_plans.unreadable and path not in new_plans.unreadable:
             same += 1
             continue
         name = stack_name(Path(path))
         was = renames.get(path, path)
-        b = plan_side(plan, stack_name(Path(was)), old[was], base, was, old_plans.get(was)) if was in old else None
-        a = plan_side(plan, name, new[path], head_label, path, new_plans.get(path)) if path in new else None
+        b = _side(plan, stack_name(Path(was)), was, base, old_files, old_plans)
+        a = _side(plan, name, path, head_label, new_files, new_plans)
         out.append(stack_diff(name, path, b, a, renamed_from=was if was != path else None))
     return build_diff(base, head_label, out, same)

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sizing.analysis.comparison import Comparison, InfeasibleOption, Option, OptionRow, OptionSummary
+from sizing.cost.money import SECONDS_PER_MONTH
 from sizing.errors import NoFeasiblePlanError
+from sizing.humanize import num
 
 if TYPE_CHECKING:
     from sizing.plan import Plan
@@ -50,6 +52,14 @@ def _headroom(measured_ms: float, target_ms: float) -> float:
     return round(1.0 - measured_ms / target_ms, 4) if target_ms > 0 else 0.0
 
 
+def _slo_figure(plan: Plan, metric: str, q: str, target_ms: float) -> str:
+    """One target's prediction (the slowest pool's, ms) and headroom, e.g. "TTFT p95 450 ms (55%)"."""
+    from sizing.spec import SLO_LABELS
+
+    pred = max(p.per_replica.percentile(metric, q) for p in plan.pools)
+    return f"{SLO_LABELS[metric]} {q} {num(pred)} ms ({_headroom(pred, target_ms):.0%})"
+
+
 def summarize(option: Option, plan: Plan) -> OptionSummary:
     """One option's row: the Plan's figures every view shows, plus blast radius and cold start."""
     totals, slo = plan.totals, option.stack.workload.slo
@@ -65,15 +75,15 @@ def summarize(option: Option, plan: Plan) -> OptionSummary:
         usd_per_month=totals.usd_per_month, all_in_usd_per_month=totals.all_in_usd_per_month,
         usd_per_million_output_tokens=totals.usd_per_million_output_tokens,
         usd_per_million_output_tokens_at_capacity=totals.usd_per_million_output_tokens_at_capacity,
-        ttft_p95_ms=max(p.per_replica.ttft_p95_ms for p in plan.pools),
-        itl_p95_ms=max(p.per_replica.itl_p95_ms for p in plan.pools),
-        ttft_headroom=min(_headroom(p.per_replica.ttft_p95_ms, slo.ttft_p95_ms) for p in plan.pools),
-        itl_headroom=min(_headroom(p.per_replica.itl_p95_ms, slo.itl_p95_ms) for p in plan.pools),
+        slo_figures=[_slo_figure(plan, m, q, v) for m, q, v in slo.targets()],
+        slo_headroom=min(_headroom(p.per_replica.percentile(m, q), v) for m, q, v in slo.targets() for p in plan.pools),
         blast_radius=round(blast_radius(plan), 4),
         survives_node_loss=capacity_after_node_loss >= totals.demand_output_tokens_per_s - 1e-6,
         cold_start_s=cold_start_s(plan), utilization=totals.utilization,
+        # the API's bill for the same traffic (input and output tokens) per 1M output tokens
         cheapest_api_usd_per_million_output_tokens=min(
-            (a.usd_per_million_output_tokens for a in plan.api_comparison), default=None),
+            (round(a.usd_per_month_same_traffic / out_mtok, 4) for a in plan.api_comparison), default=None)
+        if (out_mtok := totals.demand_output_tokens_per_s * SECONDS_PER_MONTH / 1e6) > 0 else None,
         warnings=plan.warnings)
 
 

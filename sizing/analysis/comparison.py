@@ -114,6 +114,11 @@ class CheapestApi(_M):
     usd_per_million_output_tokens: float
     usd_per_million_input_tokens: float
     note: str
+    # what the API bills per 1M output tokens of this workload's traffic: the output price plus the input
+    # price × prompt tokens per output token (the self-hosted $/1M output tokens pays for prefill too);
+    # the figure every comparison, plot and line shows (the output price alone flatters self-hosting)
+    usd_per_million_output_tokens_with_input: float = 0.0
+    prompt_tokens_per_output_token: float = 0.0
 
 
 class Sweep(_M):
@@ -154,15 +159,15 @@ class OptionSummary(_M):
     all_in_usd_per_month: float  # GPU instances + platform
     usd_per_million_output_tokens: float  # GPU only, at planned load
     usd_per_million_output_tokens_at_capacity: float
-    ttft_p95_ms: float
-    itl_p95_ms: float
-    ttft_headroom: float  # 1 - p95 / target, the tightest pool's
-    itl_headroom: float
+    # per SLO target (sizing.spec.Slo.targets, exactly those the stack set): "TTFT p95 450 ms (55%)", the
+    # slowest pool's prediction at the planned load and its headroom 1 - predicted / target
+    slo_figures: list[str]
+    slo_headroom: float  # the tightest target's headroom over all pools (negative: over the target)
     blast_radius: float  # share of goodput capacity lost when the worst node fails
     survives_node_loss: bool
     cold_start_s: float  # a new replica on a new node until it serves, the slowest pool's
     utilization: float  # planned load / goodput capacity
-    cheapest_api_usd_per_million_output_tokens: float | None
+    cheapest_api_usd_per_million_output_tokens: float | None  # the API's same-traffic bill (input + output) per 1M out
     warnings: list[str]
     same_as: str | None = None
 

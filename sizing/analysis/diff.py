@@ -73,8 +73,7 @@ class Side(_M):
     budget_usd_month: float | None = None  # the stack's llmcap:budget_usd_month (all-in), if set
     demand_output_tokens_per_s: float | None = None
     concurrent_users: float | None = None
-    ttft_p95_ms_slo: float | None = None
-    itl_p95_ms_slo: float | None = None
+    slo: str | None = None  # every latency target, as sizing.spec.Slo.describe spells it (a percentile is part of it)
     cheapest_api: ApiPick | None = None
     cost_lines: list[CostLine] = Field(default_factory=list)
     resources: list[CostLine] = Field(default_factory=list)  # priced from --preview-json, when given
@@ -134,7 +133,7 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
         usd_per_million_output_tokens=t.all_in_usd_per_million_output_tokens,
         demand_output_tokens_per_s=t.demand_output_tokens_per_s,
         concurrent_users=traffic.concurrent_users, budget_usd_month=plan.budget_usd_month,
-        ttft_p95_ms_slo=slo.ttft_p95_ms, itl_p95_ms_slo=slo.itl_p95_ms,
+        slo=slo.describe(),
         cheapest_api=ApiPick(provider=api.provider, model=api.model,
                              usd_per_month_same_traffic=api.usd_per_month_same_traffic,
                              ratio_to_self_hosted=api.ratio_to_self_hosted) if api else None,
@@ -151,7 +150,7 @@ def side_unplanned(ref: str, error: LlmcapError, kind: str | None = None) -> Sid
 
 def _same_plan(a: Side, b: Side) -> bool:
     keys = ("planned", "model", "region", "pools", "usd_per_month", "usd_per_month_min", "usd_per_month_max",
-            "usd_per_million_output_tokens", "ttft_p95_ms_slo", "itl_p95_ms_slo", "cost_lines", "resources")
+            "usd_per_million_output_tokens", "slo", "cost_lines", "resources")
     return all(getattr(a, k) == getattr(b, k) for k in keys)
 
 

@@ -116,7 +116,7 @@ def with_value(w: WorkloadSpec, var: str, x: float) -> WorkloadSpec:
         d["prompt_tokens"] = int(round(x))
         d["max_context_tokens"] = None
     elif var == "itl_ms":
-        d["slo"] = {**d["slo"], "itl_p95_ms": x}
+        d["slo"] = {**d["slo"], "itl": {"p95": x}}  # the swept ITL p95 replaces the stack's ITL targets
     else:
         raise SpecError(f"--sweep: unknown variable {var!r}")
     return WorkloadSpec.model_validate(d)
@@ -376,15 +376,21 @@ def find_feasibility_edges(var: str, series: dict[str, list[SweepPoint]],
 
 
 def cheapest_api(cat: Catalog, stack: Stack) -> CheapestApi | None:
-    """The cheapest hosted-API output price for the stack's model (or the nearest comparable one)."""
+    """The hosted API (for the stack's model, or the nearest comparable one) with the smallest bill for this
+    workload's traffic: input and output tokens at the stack's mean prompt / output lengths, per 1M output
+    tokens (the unit of the self-hosted curve)."""
     m = cat.model(stack.workload.model)
-    rows, note = api_comparison(cat, m.hf_id, m.params_active_b, m.params_total_b, 1.0, 1.0, 1.0)
+    ratio = stack.workload.prompt_tokens.mean / stack.workload.output_tokens.mean
+    rows, note = api_comparison(cat, m.hf_id, m.params_active_b, m.params_total_b, ratio, 1.0, 1.0)
     if not rows:
         return None
-    r = min(rows, key=lambda a: a.usd_per_million_output_tokens)
+    r = min(rows, key=lambda a: a.usd_per_month_same_traffic)
     return CheapestApi(provider=r.provider, model=r.model, exact_model=r.exact_model,
                        usd_per_million_output_tokens=r.usd_per_million_output_tokens,
-                       usd_per_million_input_tokens=r.usd_per_million_input_tokens, note=note or "")
+                       usd_per_million_input_tokens=r.usd_per_million_input_tokens, note=note or "",
+                       usd_per_million_output_tokens_with_input=round(
+                           r.usd_per_million_output_tokens + ratio * r.usd_per_million_input_tokens, 4),
+                       prompt_tokens_per_output_token=round(ratio, 4))
 
 
 def run_sweep(options: list[Option], spec: SweepSpec, cat: Catalog,

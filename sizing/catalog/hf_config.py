@@ -97,9 +97,26 @@ def _check_hub_reachable(timeout_s: float = 3.0) -> None:
 
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
         raise ConnectionError("HF_HUB_OFFLINE is set")
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
-    with socket.create_connection((host, 443), timeout=timeout_s):
+    u = urlparse(hub_endpoint())
+    # the endpoint's own port (a mirror on :8080), else the scheme's
+    with socket.create_connection((u.hostname or "huggingface.co", u.port or (80 if u.scheme == "http" else 443)),
+                                  timeout=timeout_s):
         pass
+
+
+def hub_endpoint() -> str:
+    """The hub huggingface_hub is configured with: $HF_ENDPOINT, else its own default (huggingface.co)."""
+    import os
+
+    env = os.environ.get("HF_ENDPOINT")
+    if env:
+        return env.rstrip("/")
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.ENDPOINT).rstrip("/")
+    except ImportError:
+        return "https://huggingface.co"
 
 
 def model_from_hub(repo_id: str, known: list[str]) -> ModelArch:
@@ -109,11 +126,11 @@ def model_from_hub(repo_id: str, known: list[str]) -> ModelArch:
         from huggingface_hub import hf_hub_download
 
         path = hf_hub_download(repo_id, "config.json", etag_timeout=5)
-    except Exception as e:  # offline, gated, or missing: one clear line either way
+    except Exception as e:  # offline, gated, or missing: one clear line either way, naming what was tried
         raise CatalogLookupError(
-            f"model {repo_id!r} is not in the catalog and its config.json could not be fetched from the "
-            f"Hugging Face hub ({type(e).__name__}); use a catalog name ({', '.join(known[:8])}, ... see "
-            "`llmcap models`) or a path to a config.json") from None
+            f"model {repo_id!r} is not in the catalog and its config.json could not be fetched from "
+            f"{hub_endpoint()}/{repo_id} ({type(e).__name__}{': ' + str(e)[:120] if str(e) else ''}); use a "
+            f"catalog name ({', '.join(known[:8])}, ... see `llmcap models`) or a path to a config.json") from None
     arch = model_from_config(read_config_file(Path(path)), repo_id, f"huggingface hub {repo_id}/config.json")
     from sizing.catalog.checkpoint_metadata import fetch_metadata
 

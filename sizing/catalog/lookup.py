@@ -353,10 +353,15 @@ class Catalog:
             return model_from_config_file(local)  # a directory means its config.json
         names = [m.hf_id if "/" in name else m.short_name for m in self.models.values()]
         hint = _suggest(name, names)
-        if "/" in name and not hint:
+        if "/" in name:  # a Hugging Face id: the hub answers before "unknown model", however close a catalog name
             from sizing.catalog.hf_config import model_from_hub
 
-            return model_from_hub(name, known=sorted(m.short_name for m in self.models.values()))
+            try:
+                return model_from_hub(name, known=sorted(m.short_name for m in self.models.values()))
+            except CatalogLookupError as e:
+                if not hint:
+                    raise
+                raise CatalogLookupError(f"unknown model {name!r}{hint}; {e.problems[0]}") from None
         raise CatalogLookupError(
             f"unknown model {name!r}{hint}; use a catalog name (llmcap models), a Hugging Face id, "
             "or a path to a config.json")

@@ -1,7 +1,7 @@
 """The `llmcap` command line (typer + rich): the app, which registers the commands (one module per
 command group in sizing/cli/, each importing what it needs inside the command, so registering them
 stays light). The console script is `llmcap = "sizing.cli:main"`.
-Exit codes: 0 ok, 1 a check failed, 2 bad input, 3 infeasible."""
+Exit codes: 0 ok, 1 a check failed, 2 bad input, 3 infeasible, 70 a bug (its traceback is printed)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from sizing.cli import (
     report_cmd,
     validate_cmd,
 )
+from sizing.errors import EXIT_BUG
 
 
 class OneLineErrors(TyperGroup):
@@ -52,6 +53,11 @@ class OneLineErrors(TyperGroup):
             _die(_plain(e.format_message()), e.exit_code)
         except (typer.Abort, KeyboardInterrupt):
             _die("aborted", 130)
+        except Exception:  # a bug: keep its traceback, and never exit 1 ("a check failed")
+            import traceback
+
+            traceback.print_exc()
+            _die(f"llmcap stopped on a bug (the traceback above says where); exit {EXIT_BUG}", EXIT_BUG)
         if isinstance(rv, int) and not isinstance(rv, bool):  # typer.Exit(code) returns its code here
             sys.exit(rv)
         return rv

@@ -38,22 +38,25 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 
 
 def _print_runs(res: Any) -> None:
-    from rich.table import Table
+    from sizing.report.format import fitted_table
+    from sizing.spec import describe_targets
 
-    t = Table(title=f"llmcap bench {res.endpoint} ({res.served_model}, {res.api}); SLO TTFT p95 ≤ "
-                    f"{res.runs[0].slo_ttft_p95_ms:g} ms, ITL p95 ≤ {res.runs[0].slo_itl_p95_ms:g} ms")
-    for col in ("load", "sent", "errors", "TTFT p50/p95/p99 ms", "ITL p50/p95/p99 ms", "TPOT p95 ms",
-                "out tok/s", "req/s", "goodput req/s", "SLO"):
-        t.add_column(col, justify="left" if col in ("load", "SLO") else "right")
+    run0 = res.runs[0]
+    slo = describe_targets(tuple((m, "p95", v) for m, v in (("ttft", run0.slo_ttft_p95_ms),
+                                                             ("itl", run0.slo_itl_p95_ms)) if v is not None))
+    headers = ["load", "sent", "errors", "TTFT p50/p95/p99 ms", "ITL p50/p95/p99 ms", "TPOT p95 ms", "out tok/s",
+               "req/s", "goodput req/s", "SLO"]
+    cells = []
     for r in res.runs:
         unit = "conc" if r.mode == "concurrency" else "req/s"
-        t.add_row(f"{r.load:g} {unit}{' (planned)' if r.planned else ''}", str(r.requests_sent), str(r.errors),
-                  " / ".join(_fmt(x, 0) for x in (r.ttft_ms.p50, r.ttft_ms.p95, r.ttft_ms.p99)),
-                  " / ".join(_fmt(x, 1) for x in (r.itl_ms.p50, r.itl_ms.p95, r.itl_ms.p99)),
-                  _fmt(r.tpot_ms.p95), _fmt(r.output_tokens_per_s), _fmt(r.requests_per_s, 2),
-                  _fmt(r.goodput_requests_per_s, 2), "met" if r.meets_slo else "MISSED")
+        cells.append([f"{r.load:g} {unit}{' (planned)' if r.planned else ''}", str(r.requests_sent), str(r.errors),
+                      " / ".join(_fmt(x, 0) for x in (r.ttft_ms.p50, r.ttft_ms.p95, r.ttft_ms.p99)),
+                      " / ".join(_fmt(x, 1) for x in (r.itl_ms.p50, r.itl_ms.p95, r.itl_ms.p99)),
+                      _fmt(r.tpot_ms.p95), _fmt(r.output_tokens_per_s), _fmt(r.requests_per_s, 2),
+                      _fmt(r.goodput_requests_per_s, 2), "met" if r.meets_slo else "MISSED"])
     c = console()
-    c.print(t)
+    c.print(fitted_table(f"llmcap bench {res.endpoint} ({res.served_model}, {res.api}); SLO {slo or 'none measured'}",
+                         headers, cells, c.width, right=tuple(h for h in headers if h not in ("load", "SLO"))))
     for n in res.notes:
         c.print(f"note: {n}", highlight=False)
 
@@ -322,18 +325,16 @@ def verify(
                                  "gap_pct": c.gap_pct, "unit": c.unit, "passed": c.passed, "detail": c.detail}
                                 for c in rows]})
     else:
-        from rich.table import Table
+        from sizing.report.format import fitted_table
 
-        t = Table(title=f"llmcap verify: {results_file.name} at {run.mode} {run.load:g} against plan "
-                        f"{plan.stack} ({', '.join(f'{p.replicas}× {p.gpu}' for p in plan.pools)})")
-        for col in ("criterion", "measured", "limit", "predicted", "gap", "result"):
-            t.add_column(col, justify="left" if col in ("criterion", "result") else "right")
-        for c in rows:
-            gap = c.gap_pct
-            t.add_row(c.name + (f" ({c.detail})" if c.detail else ""), f"{_fmt(c.measured)} {c.unit}",
-                      _fmt(c.limit), _fmt(c.predicted), "–" if gap is None else f"{gap:+.0f}%",
-                      "info" if c.passed is None else ("PASS" if c.passed else "FAIL"))
-        console().print(t)
+        cells = [[c.name + (f" ({c.detail})" if c.detail else ""), f"{_fmt(c.measured)} {c.unit}", _fmt(c.limit),
+                  _fmt(c.predicted), "–" if c.gap_pct is None else f"{c.gap_pct:+.0f}%",
+                  "info" if c.passed is None else ("PASS" if c.passed else "FAIL")] for c in rows]
+        con = console()
+        con.print(fitted_table(f"llmcap verify: {results_file.name} at {run.mode} {run.load:g} against plan "
+                               f"{plan.stack} ({', '.join(f'{p.replicas}× {p.gpu}' for p in plan.pools)})",
+                               ["criterion", "measured", "limit", "predicted", "gap", "result"], cells, con.width,
+                               right=("measured", "limit", "predicted", "gap")))
         what = f"verify --stage {stage}" if stage else "verify"
         typer.echo(f"{what}: PASS" if not failed else f"{what}: FAIL ({'; '.join(_failing(rows))})")
     if failed:

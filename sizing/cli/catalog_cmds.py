@@ -14,6 +14,14 @@ from sizing.stack import DEFAULT_REGION
 CatalogOpt = typer.Option(None, "--catalog", help="catalog directory (default: bundled, or the user cache)")
 
 
+def _print(title: str, headers: list[str], cells: list[list[str]]) -> None:
+    """The table when the console is wide enough, else key: value per row (sizing.report.format.fitted_table)."""
+    from sizing.report.format import fitted_table
+
+    c = console()
+    c.print(fitted_table(title, headers, cells, c.width))
+
+
 @guarded
 def models(fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"), catalog: Path | None = CatalogOpt) -> None:
     """List the model architectures in the catalog."""
@@ -22,16 +30,10 @@ def models(fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"), catal
     if fmt == TableOrJson.json:
         emit_json([asdict(m) for m in rows])
         return
-    from rich.table import Table
-
-    t = Table(title="Models")
-    for c in ("hf_id", "short name", "params B (active)", "layers", "kv heads", "attention", "max ctx"):
-        t.add_column(c)
-    for m in rows:
-        act = f"{m.params_total_b:g}" + (f" ({m.params_active_b:g})" if m.is_moe else "")
-        t.add_row(m.hf_id, m.short_name, act, str(m.num_layers), str(m.num_kv_heads), m.attention_kind,
-                  str(m.max_position_embeddings))
-    console().print(t)
+    cells = [[m.hf_id, m.short_name, f"{m.params_total_b:g}" + (f" ({m.params_active_b:g})" if m.is_moe else ""),
+              str(m.num_layers), str(m.num_kv_heads), m.attention_kind, str(m.max_position_embeddings)] for m in rows]
+    _print("Models", ["hf_id", "short name", "params B (active)", "layers", "kv heads", "attention", "max ctx"],
+           cells)
 
 
 @guarded
@@ -41,16 +43,11 @@ def gpus(fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"), catalog
     if fmt == TableOrJson.json:
         emit_json([asdict(g) for g in cat.gpus.values()])
         return
-    from rich.table import Table
-
-    t = Table(title="GPUs (dense tensor throughput)")
-    for c in ("gpu", "architecture", "memory GB", "bandwidth GB/s", "BF16 TFLOPS", "FP8 TFLOPS", "NVLink GB/s"):
-        t.add_column(c)
-    for g in cat.gpus.values():
-        t.add_row(g.name, g.architecture, f"{g.memory_gib:g}", f"{g.memory_bandwidth_gbs:g}",
-                  f"{g.bf16_dense_tflops or g.fp16_dense_tflops or '-'}", f"{g.fp8_dense_tflops or '-'}",
-                  f"{g.nvlink_bandwidth_gbs or '-'}")
-    console().print(t)
+    cells = [[g.name, g.architecture, f"{g.memory_gib:g}", f"{g.memory_bandwidth_gbs:g}",
+              f"{g.bf16_dense_tflops or g.fp16_dense_tflops or '-'}", f"{g.fp8_dense_tflops or '-'}",
+              f"{g.nvlink_bandwidth_gbs or '-'}"] for g in cat.gpus.values()]
+    _print("GPUs (dense tensor throughput)", ["gpu", "architecture", "memory GB", "bandwidth GB/s", "BF16 TFLOPS",
+                                              "FP8 TFLOPS", "NVLink GB/s"], cells)
 
 
 @guarded
@@ -69,14 +66,9 @@ def instances(fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     if fmt == TableOrJson.json:
         emit_json(rows)
         return
-    from rich.table import Table
-
-    t = Table(title=f"GPU instances in {region}")
-    for c in ("instance", "gpu", "gpus", "GiB/gpu", "vCPU", "interconnect", "offered", "$/h on-demand", "$/h spot"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(r["instance_type"], r["gpu"], f"{r['gpu_count']:g}", f"{r['gpu_memory_gib_each']:g}",
-                  str(r["vcpus"]), r["gpu_interconnect"], "yes" if r["offered"] else "no",
-                  f"{r['on_demand_usd_per_hour']:.3f}" if r["on_demand_usd_per_hour"] else "not priced",
-                  f"{r['spot_usd_per_hour']:.3f}" if r["spot_usd_per_hour"] else "-")
-    console().print(t)
+    cells = [[r["instance_type"], r["gpu"], f"{r['gpu_count']:g}", f"{r['gpu_memory_gib_each']:g}",
+              str(r["vcpus"]), r["gpu_interconnect"], "yes" if r["offered"] else "no",
+              f"{r['on_demand_usd_per_hour']:.3f}" if r["on_demand_usd_per_hour"] else "not priced",
+              f"{r['spot_usd_per_hour']:.3f}" if r["spot_usd_per_hour"] else "-"] for r in rows]
+    _print(f"GPU instances in {region}", ["instance", "gpu", "gpus", "GiB/gpu", "vCPU", "interconnect", "offered",
+                                          "$/h on-demand", "$/h spot"], cells)

@@ -66,7 +66,7 @@ def compare(
     from sizing.analysis.sweep import parse_sweep, run_sweep
     from sizing.catalog.lookup import load_catalog
     from sizing.errors import EXIT_INFEASIBLE, SpecError
-    from sizing.planning.planner import plan_stack
+    from sizing.planning.planner import plan_validated
 
     spec = parse_sweep(sweep) if sweep is not None else None
     if plot is not None and spec is None:
@@ -80,8 +80,8 @@ def compare(
             raise SpecError("--plot needs matplotlib: pip install 'llmcap[plot]' (or pip install matplotlib)")
     opts = options_for(stack_files, strategies, sets, catalog)
     cat = load_catalog(catalog)
-    # default batching flags, as the sweep's points (sizing.analysis.compare.compare_options)
-    result = compare_options(opts, lambda o: plan_stack(o.stack, cat, o.strategy, tune_batching=False))
+    # the planner `llmcap plan` runs (flags tuned); the sweep's points stay analytic (sizing.analysis.sweep)
+    result = compare_options(opts, lambda o: plan_validated(o.stack, cat, o.strategy))
     result = result.with_sweep(run_sweep(opts, spec, cat) if spec is not None else None)
     doc = json.dumps(result.model_dump(mode="json"), indent=2)
     if out:

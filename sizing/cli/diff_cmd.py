@@ -65,8 +65,8 @@ def _attach_renders(d: CostDiff, head: str | None, pattern: str, catalog: Path |
 
     cat = load_catalog(catalog)
     root = repo_root(Path.cwd())
-    texts = files_at(head, root, pattern)
-    plans = saved_plans_at(head, root, sorted(texts))
+    texts = files_at(head, root, pattern).texts
+    plans = saved_plans_at(head, root, sorted(texts)).texts
     wanted = {s.stack for s in d.stacks if s.after is not None and s.after.planned}
     for path, text in texts.items():
         name = stack_name(Path(path))

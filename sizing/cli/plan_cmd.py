@@ -37,6 +37,21 @@ def infeasible_document(stack_file: Path, e: Any) -> dict[str, Any]:
             "suggestions": e.suggestion_details or [{"change": s} for s in e.suggestions]}
 
 
+def _preflight(p: Any) -> list[str]:
+    """--preflight's warnings; without the aws extra one warning says how to get it, and the plan still prints
+    (preflight is advice on top of a plan, never a reason to withhold it)."""
+    try:
+        from sizing.adapters.aws import preflight_warnings
+    except ModuleNotFoundError as e:
+        from sizing.cli.extras import extra_missing_in, missing_extra
+
+        module = extra_missing_in(e)
+        if module is None:
+            raise
+        return ["preflight skipped: " + missing_extra("llmcap plan --preflight", module).problems[0]]
+    return preflight_warnings(p, p.region)
+
+
 @guarded
 def plan(
     stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.yaml"),
@@ -69,9 +84,7 @@ def plan(
     if write:
         _write_saved(stack_file, p, catalog)
     if preflight:
-        from sizing.adapters.aws import preflight_warnings
-
-        p.warnings.extend(preflight_warnings(p, p.region))
+        p.warnings.extend(_preflight(p))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(p.to_json())

@@ -120,7 +120,8 @@ def render(
     for line in (pins.warning(), pins.charts_note()):
         if line:
             typer.echo(line, err=True)
-    print_fit_table(report, console().print)
+    con = console()
+    print_fit_table(report, con.print, con.width)
     if not report.ok:  # refuse before writing anything
         raise NotDeployable(report)
     result = render_stack(stack, plan, cat, pins)

@@ -33,7 +33,7 @@ def validate(stack_file: Path = typer.Argument(..., help="stacks/Pulumi.<env>.ya
                else f"{w.traffic.peak_requests_per_s:g} req/s peak")
     typer.echo(f"OK {stack_file}: stack {stack.name}, {w.model} [{', '.join(w.precisions)}], "
                f"{w.prompt_tokens.mean} in / {w.output_tokens.mean} out, {traffic}, "
-               f"SLO TTFT p95 {w.slo.ttft_p95_ms:g} ms / ITL p95 {w.slo.itl_p95_ms:g} ms, "
+               f"SLO {w.slo.describe()}, "
                f"{h.strategy}, {h.purchase}, redundancy {h.redundancy}, {stack.region}")
 
 

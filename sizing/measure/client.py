@@ -226,6 +226,27 @@ def preflight(base_url: str, api_key: str | None, timeout_s: float = MODELS_DEAD
     return asyncio.run(_discover(base_url, api_key, timeout_s))
 
 
+def _choice_text(choice: object, api: str) -> str:
+    """The text one streamed choice carries, checked against OpenAI's chunk schema (completions:
+    `choices[].text` a string; chat: `choices[].delta` an object whose `content` is a string or null);
+    anything else is a BadResponse, so a malformed chunk makes its request a `bad-stream` error, never a
+    counted token. A role-only or empty delta carries "" (no token)."""
+    if not isinstance(choice, dict):
+        raise BadResponse(f"a choice that is not an object: {str(choice)[:40]!r}")
+    if api == "chat":
+        delta = choice.get("delta")
+        if delta is None:
+            return ""
+        if not isinstance(delta, dict):
+            raise BadResponse(f"delta is {str(delta)[:40]!r}, not an object")
+        text = delta.get("content")
+    else:
+        text = choice.get("text")
+    if text is not None and not isinstance(text, str):
+        raise BadResponse(f"text is {str(text)[:40]!r}, not a string")
+    return text or ""
+
+
 async def _one(client: Any, target: Target, prompt: str, prompt_tokens: int, max_tokens: int,
                t0: float, request_timeout_s: float) -> RequestRecord:
     import httpx
@@ -259,7 +280,7 @@ async def _one(client: Any, target: Target, prompt: str, prompt_tokens: int, max
                 choices = data.get("choices")
                 if choices is not None and not isinstance(choices, list):
                     raise BadResponse(f"choices is {str(choices)[:40]!r}, not a list")
-                if choices:
+                if choices and any(_choice_text(c, target.api) for c in choices):
                     now = time.perf_counter()
                     if rec.chunks == 0:
                         rec.ttft_s = now - st

@@ -112,8 +112,8 @@ class RunMetrics(_M):
     total_tokens_per_s: float
     requests_per_s: float
     achieved_concurrency: float  # mean requests in flight: sum of e2e / wall time
-    slo_ttft_p95_ms: float
-    slo_itl_p95_ms: float
+    slo_ttft_p95_ms: float | None  # None: the stack sets no such target (sizing.spec.Slo.target_ms)
+    slo_itl_p95_ms: float | None
     good_requests: int
     goodput_requests_per_s: float  # vLLM's request goodput
     goodput_output_tokens_per_s: float  # output tokens of good requests / wall time
@@ -125,7 +125,11 @@ def _error_kind(err: str) -> str:
 
 
 def aggregate(records: list[RequestRecord], *, mode: str, load: float, duration_s: float,
-              slo_ttft_ms: float, slo_itl_ms: float, planned: bool = False) -> RunMetrics:
+              slo_ttft_ms: float | None, slo_itl_ms: float | None, planned: bool = False) -> RunMetrics:
+    """One load point's figures; `slo_ttft_ms` / `slo_itl_ms`: the p95 targets, None where the SLO sets none
+    (no bound)."""
+    ttft_bound = math.inf if slo_ttft_ms is None else slo_ttft_ms
+    itl_bound = math.inf if slo_itl_ms is None else slo_itl_ms
     ok = [r for r in records if r.success]
     errors = len(records) - len(ok)
     wall = (max(r.end_s for r in records) - min(r.start_s for r in records)) if records else 0.0
@@ -135,12 +139,12 @@ def aggregate(records: list[RequestRecord], *, mode: str, load: float, duration_
                  for r in ok]
     by_server_in = bool(ok) and all(r.prompt_tokens_server is not None for r in ok)
     by_server_out = bool(ok) and all(r.output_tokens_server is not None for r in ok)
-    good = [r for r in ok if r.ttft_s * 1000.0 <= slo_ttft_ms and r.tpot_s * 1000.0 <= slo_itl_ms]
+    good = [r for r in ok if r.ttft_s * 1000.0 <= ttft_bound and r.tpot_s * 1000.0 <= itl_bound]
     ttft = Distribution.of_seconds([r.ttft_s for r in ok])
     itl = Distribution.of_seconds([x for r in ok for x in r.itls_s])
     error_rate = errors / len(records) if records else 0.0
-    meets = (ttft.p95 is not None and ttft.p95 <= slo_ttft_ms
-             and (itl.p95 is None or itl.p95 <= slo_itl_ms) and error_rate <= 0.01)
+    meets = (ttft.p95 is not None and ttft.p95 <= ttft_bound
+             and (itl.p95 is None or itl.p95 <= itl_bound) and error_rate <= 0.01)
     return RunMetrics(
         mode=mode, load=load, planned=planned, duration_s=duration_s, wall_s=wall,
         requests_sent=len(records), completed=len(ok), errors=errors, error_rate=error_rate,

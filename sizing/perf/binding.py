@@ -3,8 +3,9 @@
 The goodput search (sizing.perf.goodput) raises the load on one replica until a target breaks or the
 batch is full. This module says which one stopped it, in words a person can act on:
 
-- `itl-tail`: one more request in flight would push the ITL p95 past its target;
-- `ttft-queueing`: one more request (or a higher arrival rate) would push the TTFT p95 past its target;
+- `itl-tail`: one more request in flight would push a per-token or end-to-end target (ITL, TPOT, E2E, at
+  the percentile the SLO names) past it;
+- `ttft-queueing`: one more request (or a higher arrival rate) would push a TTFT target past it;
 - `kv-capacity`: the KV cache holds no more sequences of this length (memory, not latency, binds);
 - `engine-limit`: the engine's max_num_seqs caps the batch;
 - `weights-do-not-fit`: the weights (plus overhead) exceed the GPU memory: no load at all;
@@ -22,13 +23,15 @@ from typing import TYPE_CHECKING
 
 from sizing.perf.load import Goodput, WorkloadShape, estimate_closed_loop, estimate_open_loop
 from sizing.perf.replica import ReplicaConfig
+from sizing.spec import SLO_LABELS
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
+    from sizing.perf.goodput import Targets
 
 LABELS = {
-    "itl-tail": "ITL p95 tail",
-    "ttft-queueing": "TTFT p95 queueing",
+    "itl-tail": "latency tail (ITL, TPOT or E2E)",
+    "ttft-queueing": "TTFT queueing",
     "kv-capacity": "KV-cache capacity",
     "engine-limit": "engine batch limit (max_num_seqs)",
     "weights-do-not-fit": "weights do not fit",
@@ -59,9 +62,10 @@ def _code_of_failure(reason_code: str, reason: str) -> str:
     return "itl-floor"
 
 
-def binding(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, gp: Goodput, ttft_p95_ms: float,
-            itl_p95_ms: float, mode: str = "closed") -> Binding:
-    """The constraint that binds one replica at its goodput point (see the module docstring)."""
+def binding(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, gp: Goodput, targets: Targets,
+            mode: str = "closed") -> Binding:
+    """The constraint that binds one replica at its goodput point (see the module docstring). `targets`:
+    the SLO's (metric, percentile, ms) targets (sizing.spec.Slo.targets()); only these are named."""
     if not gp.feasible or gp.at is None:
         code = _code_of_failure(gp.reason_code, gp.reason)
         return Binding(code, f"{LABELS[code]}: {gp.reason.removeprefix('does not fit: ')}")
@@ -73,26 +77,31 @@ def binding(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, gp: Good
             code = "kv-capacity" if at.bound != "engine-limit" and _kv_capped(catalog, cfg, shape) else "engine-limit"
             what = (f"the KV cache holds {at.max_concurrent_sequences} sequences of this length"
                     if code == "kv-capacity" else f"max_num_seqs {at.max_concurrent_sequences} caps the batch")
-            return Binding(code, f"{LABELS[code]}: {what} while ITL p95 is {at.itl_p95_ms:.0f} ms "
-                                 f"(target {itl_p95_ms:g}) and TTFT p95 {at.ttft_p95_ms:,.0f} ms "
-                                 f"(target {ttft_p95_ms:,.0f}); decode steps bound by {regime}")
+            held = " and ".join(f"{SLO_LABELS[m]} {q} is {_ms(at.percentile(m, q))} (target {v:,g})"
+                                for m, q, v in targets)
+            return Binding(code, f"{LABELS[code]}: {what} while {held}; decode steps bound by {regime}")
         nxt = estimate_closed_loop(catalog, cfg, shape, n + 1)
         load, more = f"{n} concurrent request{'s' if n != 1 else ''}", f"{n + 1}"
     else:
         nxt = estimate_open_loop(catalog, cfg, shape, at.requests_per_s * OPEN_LOOP_STEP)
         load, more = f"{at.requests_per_s:.2f} req/s", f"{at.requests_per_s * OPEN_LOOP_STEP:.2f} req/s"
-    if nxt.itl_p95_ms > itl_p95_ms and (nxt.itl_p95_ms / itl_p95_ms >= nxt.ttft_p95_ms / ttft_p95_ms
-                                       or nxt.ttft_p95_ms <= ttft_p95_ms):
-        return Binding("itl-tail", f"{LABELS['itl-tail']}: ITL p95 {at.itl_p95_ms:.1f} ms at {load}, "
-                                   f"{nxt.itl_p95_ms:.1f} ms at {more} (target {itl_p95_ms:g} ms); "
-                                   f"decode steps bound by {regime}")
-    return Binding("ttft-queueing", f"{LABELS['ttft-queueing']}: TTFT p95 {at.ttft_p95_ms:,.0f} ms at {load}, "
-                                    f"{_ms(nxt.ttft_p95_ms)} at {more} (target {ttft_p95_ms:,.0f} ms); "
-                                    f"decode steps bound by {regime}")
+    # the target one more step of load breaks first (by the largest factor over its value)
+    m, q, v = max(targets, key=lambda t: nxt.percentile(t[0], t[1]) / t[2])
+    code = "ttft-queueing" if m == "ttft" else "itl-tail"
+    return Binding(code, f"{target_label(m, q)}: {SLO_LABELS[m]} {q} "
+                         f"{_ms(at.percentile(m, q))} at {load}, {_ms(nxt.percentile(m, q))} at {more} "
+                         f"(target {v:,g} ms); decode steps bound by {regime}")
+
+
+def target_label(metric: str, q: str) -> str:
+    """What binds when one target breaks first, named by the target: "ITL p99 tail", "TTFT p95 queueing"."""
+    return f"{SLO_LABELS[metric]} {q} {'queueing' if metric == 'ttft' else 'tail'}"
 
 
 def _ms(v: float) -> str:
-    return f"{v:,.0f} ms" if v != float("inf") else "unbounded (the queue grows)"
+    if v == float("inf"):
+        return "unbounded (the queue grows)"
+    return f"{v:,.0f} ms" if v >= 100 else f"{v:.1f} ms"
 
 
 def _kv_capped(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> bool:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from sizing.perf.load import Goodput, LoadEstimate, WorkloadShape, _ctx, estimate_closed_loop, estimate_open_loop
 from sizing.perf.replica import ReplicaConfig
+from sizing.spec import describe_targets
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -27,6 +28,15 @@ def _meets(e: LoadEstimate, ttft_p95_ms: float, itl_p95_ms: float, targets: Targ
     if targets:
         return all(e.percentile(m, q) <= v for m, q, v in targets)
     return e.ttft_p95_ms <= ttft_p95_ms and e.itl_p95_ms <= itl_p95_ms
+
+
+def _words(ttft_p95_ms: float, itl_p95_ms: float, targets: Targets | None) -> str:
+    """The targets met, as every output spells them (sizing.spec.describe_targets); an infinite p95
+    bound is no target."""
+    if not targets:
+        targets = tuple(("ttft" if i == 0 else "itl", "p95", v)
+                        for i, v in enumerate((ttft_p95_ms, itl_p95_ms)) if math.isfinite(v))
+    return describe_targets(targets)
 
 
 def missed_target(e: LoadEstimate, targets: Targets) -> tuple[str, str, float] | None:
@@ -106,8 +116,8 @@ def _goodput(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p9
         if e.output_tokens_per_s > best.output_tokens_per_s and _meets(e, ttft_p95_ms, itl_p95_ms, targets):
             best = e
     return Goodput(True, best.output_tokens_per_s, best.requests_per_s, best.concurrency, best,
-                   f"{best.concurrency:.0f} concurrent requests meet TTFT p95 {ttft_p95_ms:g} ms and ITL p95 "
-                   f"{itl_p95_ms:g} ms ({best.bound})")
+                   f"{best.concurrency:.0f} concurrent requests meet {_words(ttft_p95_ms, itl_p95_ms, targets)} "
+                   f"({best.bound})")
 
 
 def _goodput_open(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, ttft_p95_ms: float,
@@ -127,4 +137,4 @@ def _goodput_open(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, tt
     if best is None or not math.isfinite(best.ttft_ms):
         return Goodput(False, 0.0, 0.0, 0.0, one, "misses-ttft: no arrival rate meets the targets", "misses-ttft")
     return Goodput(True, best.output_tokens_per_s, best.requests_per_s, best.concurrency, best,
-                   f"{best.requests_per_s:.2f} req/s meet TTFT p95 {ttft_p95_ms:g} ms and ITL p95 {itl_p95_ms:g} ms")
+                   f"{best.requests_per_s:.2f} req/s meet {_words(ttft_p95_ms, itl_p95_ms, targets)}")

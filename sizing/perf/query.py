@@ -271,7 +271,8 @@ def perf_figures(cat: Catalog, q: EstimateQuery) -> dict[str, Any]:
                     "goodput_requests_per_s": round(g.requests_per_s, 4),
                     "goodput_concurrency": round(g.concurrency, 3), "goodput_feasible": g.feasible,
                     "goodput_reason": g.reason})
-        b = binding(cat, cfg, shape, g, ttft_ms, itl_ms, mode)
+        given = (("ttft", "p95", q.ttft_p95_ms), ("itl", "p95", q.itl_p95_ms))
+        b = binding(cat, cfg, shape, g, tuple((m, p, v) for m, p, v in given if v is not None), mode)
         out.update({"binding": b.code, "binds": b.text})
         if q.concurrency is None and q.rate is None and g.at is not None:
             sim = _sim_keys(cat, cfg, shape, g.at, "closed", g.concurrency, g.requests_per_s) if q.simulate else {}

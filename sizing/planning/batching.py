@@ -34,7 +34,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sizing.perf.binding import LABELS
+from sizing.perf.binding import target_label
 from sizing.perf.goodput import goodput
 from sizing.perf.load import Goodput, WorkloadShape, _engine_limits, estimate_closed_loop
 from sizing.perf.replica import ReplicaConfig
@@ -84,8 +84,8 @@ def _grid(cat: Catalog, model: ModelArch, ev: Evaluated, w: WorkloadSpec, mode: 
 
     def at(budget: int, seqs: int) -> Goodput:
         if (budget, seqs) not in seen:
-            seen[(budget, seqs)] = goodput(cat, _cfg(model, ev, w, budget, seqs), shape, w.slo.ttft_p95_ms,
-                                           w.slo.itl_p95_ms, mode=mode, targets=targets)
+            seen[(budget, seqs)] = goodput(cat, _cfg(model, ev, w, budget, seqs), shape, w.slo.bound_ms("ttft", "p95"),
+                                           w.slo.bound_ms("itl", "p95"), mode=mode, targets=targets)
         return seen[(budget, seqs)]
 
     def score(key: tuple[int, int]) -> float:
@@ -203,20 +203,20 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
                         f"simulated at {what}: {w.slo.describe()} met ({budget_note})", "", pred)
             fl, (m, q, v, got) = failed
             more = f"{int(fl)} concurrent requests" if mode == "closed" else f"{fl:.2f} req/s"
-            code = "ttft-queueing" if m in ("ttft", "e2e") else "itl-tail"
+            code = "ttft-queueing" if m == "ttft" else "itl-tail"
             why = "prefill chunks in the decode steps" if code == "itl-tail" else "queueing for prefill"
             return (replace(gp, output_tokens_per_s=tokens, requests_per_s=rps, concurrency=conc, at=at),
-                    f"{LABELS[code]} ({why}): simulated {m.upper()} {q} {got:.1f} ms at {more} > {v:g} ms target, "
-                    f"met at {what} ({budget_note})", code, pred)
+                    f"{target_label(m, q)} ({why}): simulated {m.upper()} {q} {got:.1f} ms at {more} > {v:g} ms "
+                    f"target, met at {what} ({budget_note})", code, pred)
         failed = (load, _missed(r, targets))
     # the simulation misses at every load tried: keep the smallest load tried as the goodput, said so
     load = min(loads[-1], analytic)
     fl, (m, q, v, got) = failed if failed else (load, ("itl", "p95", 0.0, 0.0))
     scale = min(1.0, load / (gp.concurrency if mode == "closed" else max(gp.requests_per_s, 1e-12)))
-    code = "itl-tail" if m in ("itl", "tpot") else "ttft-queueing"
+    code = "ttft-queueing" if m == "ttft" else "itl-tail"
     return (replace(gp, output_tokens_per_s=gp.output_tokens_per_s * scale, requests_per_s=gp.requests_per_s * scale,
                     concurrency=max(1.0, gp.concurrency * scale)),
-            f"{LABELS[code]}: simulated {m.upper()} {q} {got:.1f} ms > {v:g} ms target even at the smallest load "
+            f"{target_label(m, q)}: simulated {m.upper()} {q} {got:.1f} ms > {v:g} ms target even at the smallest load "
             f"tried; sized at it ({budget_note})", code, {})
 
 

@@ -85,7 +85,7 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
         at = estimate_open_loop(cat, cfg, shape, rate)
     eng = cat.engine(w.single_engine)
     fmt = cat.precision(c.precision)
-    bind = binding(cat, cfg, shape, ev.gp, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, demand.mode)
+    bind = binding(cat, cfg, shape, ev.gp, w.slo.targets(), demand.mode)
     served = w.checkpoints.get(c.precision, model.hf_id)
     size = checkpoint_size(cat, served, model, checkpoint_format(cat, stack, c.precision))
     ckpt_gib = size.gib

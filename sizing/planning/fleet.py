@@ -254,7 +254,7 @@ def resize(problem: PlanningProblem, ev: Evaluated, replicas_for_demand: int) ->
 
 
 def replayed_finalists(problem: PlanningProblem, feasible: list[Evaluated],
-                       cost_key: Callable[[Evaluated], tuple[float, int, float]], trace: Trace | None,
+                       cost_key: Callable[[Evaluated], tuple[float, ...]], trace: Trace | None,
                        routing: str | None,
                        replay: Callable[[Catalog, ReplicaConfig, Trace, int, str | None], ReplayResult],
                        ) -> tuple[list[Evaluated], FleetOutcome | None]:

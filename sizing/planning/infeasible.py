@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sizing.cost.money import usd_per_month
 from sizing.errors import NoFeasiblePlanError
+from sizing.spec import SLO_LABELS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch
     from sizing.planning.candidates import Evaluated
-    from sizing.spec import HardwareSpec, WorkloadSpec
+    from sizing.spec import HardwareSpec, Slo, WorkloadSpec
     from sizing.stack import Stack
 
     # the caller's pricing of a changed spec: (workload, hardware, strategy) -> cheapest feasible candidate
@@ -38,12 +39,43 @@ def worst_reasons(rejections: list[Any]) -> dict[str, tuple[str, str, str, str, 
 
 # Suggestions stay "nearby": an ITL target is relaxed at most to ITL_SUGGESTION_CAP_MS (or 4× the
 # target, whichever is lower; slower than ~5 tokens/s is no longer a chat), and a suggestion costing
-# more than SUGGESTION_MAX_USD_MONTH (or 3× the stack's budget) or 10× the cheapest one is not shown.
+# more than SUGGESTION_MAX_USD_MONTH (or 3× the stack's budget) or NEARBY_FACTOR × the cheapest one is not
+# shown, only counted ("a few times the cheapest feasible neighbour": 405B on A10G once suggested int4-awq
+# at $951,219/month beside H100s at $160,717).
 ITL_LADDER = (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0)
 TTFT_LADDER = (1.5, 2.0, 3.0, 5.0)
 ITL_SUGGESTION_CAP_MS = 200.0
 TTFT_SUGGESTION_CAP_MS = 10_000.0
 SUGGESTION_MAX_USD_MONTH = 1_000_000.0
+NEARBY_FACTOR = 3.0
+
+
+def _targets(by_q: dict[str, float]) -> str:
+    return ", ".join(f"{q} {v:g} ms" for q, v in by_q.items())
+
+
+def _per_token_cap(ms: float) -> float:
+    return min(max(ITL_SUGGESTION_CAP_MS, ms), ms * ITL_LADDER[-1])
+
+
+def _ttft_cap(ms: float) -> float:
+    return max(TTFT_SUGGESTION_CAP_MS, ms)
+
+
+def _relaxable(slo: Slo) -> list[tuple[str, tuple[float, ...], Callable[[float], float]]]:
+    """The targets the user set that a suggestion may relax (metric, ladder, cap of its largest target):
+    the per-token metric (ITL, else TPOT) and TTFT, and E2E when neither is set. Targets the user did not
+    set are never added."""
+    metrics = {m for m, _, _ in slo.targets()}
+    out: list[tuple[str, tuple[float, ...], Callable[[float], float]]] = []
+    per_token = next((m for m in ("itl", "tpot") if m in metrics), None)
+    if per_token:
+        out.append((per_token, ITL_LADDER, _per_token_cap))
+    if "ttft" in metrics:
+        out.append(("ttft", TTFT_LADDER, _ttft_cap))
+    if "e2e" in metrics and not out:
+        out.append(("e2e", TTFT_LADDER, lambda ms: ms * TTFT_LADDER[-1]))
+    return out
 
 
 def condensed_problems(rejections: list[Any]) -> list[str]:
@@ -84,23 +116,17 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
 
     codes = {r.reason for r in main.rejections}
     if "misses-itl" in codes or "misses-ttft" in codes:
-        cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
-        for factor in ITL_LADDER:
-            itl = round(w.slo.itl_p95_ms * factor, 1)
-            if itl > cap:
-                break
-            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"itl_p95_ms": itl})})
-            if add(f"ITL p95 {w.slo.itl_p95_ms:g} ms → {itl:g} ms", {"workload.slo.itl_p95_ms": itl},
-                   cheapest(w2, hw, strategy)):
-                break
-        for factor in TTFT_LADDER:
-            ttft = round(w.slo.ttft_p95_ms * factor)
-            if ttft > max(TTFT_SUGGESTION_CAP_MS, w.slo.ttft_p95_ms):
-                break
-            w2 = w.model_copy(update={"slo": w.slo.model_copy(update={"ttft_p95_ms": ttft})})
-            if add(f"TTFT p95 {w.slo.ttft_p95_ms:g} ms → {ttft:g} ms", {"workload.slo.ttft_p95_ms": ttft},
-                   cheapest(w2, hw, strategy)):
-                break
+        for metric, ladder, cap_of in _relaxable(w.slo):
+            given = dict((q, v) for m, q, v in w.slo.targets() if m == metric)
+            for factor in ladder:
+                if max(given.values()) * factor > cap_of(max(given.values())):
+                    break
+                relaxed = {q: round(v * factor, 1) for q, v in given.items()}
+                w2 = w.model_copy(update={"slo": w.slo.model_validate(
+                    {**w.slo.model_dump(exclude_none=True), metric: relaxed})})
+                if add(f"{SLO_LABELS[metric]} {_targets(given)} → {_targets(relaxed)}",
+                       {f"workload.slo.{metric}": relaxed}, cheapest(w2, hw, strategy)):
+                    break
     for prec in ("fp8", "int4-awq"):
         if prec in w.precisions and (prec in w.checkpoints or not cat.precision(prec).needs_prequantized_checkpoint):
             continue
@@ -135,15 +161,18 @@ def infeasible_error(cat: Catalog, model: ModelArch, stack: Stack, strategy: str
     ceiling = SUGGESTION_MAX_USD_MONTH if stack.budget_usd_month is None else 3 * stack.budget_usd_month
     found.sort(key=lambda f: f["usd_per_month"])
     if found:
-        ceiling = min(ceiling, 10 * found[0]["usd_per_month"])
+        ceiling = min(ceiling, NEARBY_FACTOR * found[0]["usd_per_month"])
     shown = [f for f in found if f["usd_per_month"] <= ceiling]
     dropped = len(found) - len(shown)
     suggestions = [f"{f['change']}: {f['plan']}, ${f['usd_per_month']:,.0f}/month" for f in shown]
+    if shown and dropped:
+        suggestions.append(f"{dropped} costlier change(s) over ${ceiling:,.0f}/month not shown")
     if not suggestions:
-        itl_cap = min(max(ITL_SUGGESTION_CAP_MS, w.slo.itl_p95_ms), w.slo.itl_p95_ms * ITL_LADDER[-1])
+        per_token = w.slo.per_token_ms()
+        tried = f"per-token targets up to {_per_token_cap(per_token):g} ms, " if per_token else ""
         under = f", under ${ceiling:,.0f}/month" if dropped else ""
         suggestions.append(
-            f"no nearby change works (ITL up to {itl_cap:g} ms, fp8/int4-awq, any GPU{under}): "
+            f"no nearby change works ({tried}fp8/int4-awq, any GPU{under}): "
             "use a smaller model, shorter prompts/outputs, or fewer concurrent users")
     err = NoFeasiblePlanError(
         f"no feasible plan for {model.hf_id} in {stack.region} ({strategy})",

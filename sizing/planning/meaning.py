@@ -13,6 +13,7 @@ Warnings (it plans, but probably not what was meant):
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from sizing.humanize import num
@@ -36,6 +37,34 @@ def context_problem(model: ModelArch, w: WorkloadSpec) -> str | None:
             f"context of {model.hf_id}; shorten prompts or outputs, or choose a model with a longer context")
 
 
+_SUSPICIOUS_MS = {"itl": ITL_SUSPICIOUS_MS, "tpot": ITL_SUSPICIOUS_MS, "ttft": TTFT_SUSPICIOUS_MS}
+
+
+def slo_floor_problems(w: WorkloadSpec, cat: Catalog) -> list[str]:
+    """Targets no deployment can meet, one line each naming the bound: every engine step costs at least its
+    fitted CPU overhead (perf_calibration.json step_overhead_ms.<engine>, sizing.perf.step), whatever the GPU,
+    so a per-token target (ITL, TPOT) or a TTFT below one step, an E2E below two (a prefill and a decode
+    step), or a per-user rate above one token per step is below the fastest candidate's floor. Validate
+    and plan both refuse them (exit 2), before any search."""
+    step_ms = min(cat.calibration.overhead_s(e) for e in w.engines) * 1000.0
+    out = []
+    for m, q, v in w.slo.targets():
+        floor_ms = step_ms * (2 if m == "e2e" else 1)
+        if v < floor_ms:
+            what = "two engine steps (a prefill and a decode)" if m == "e2e" else "one engine step"
+            slip = _SUSPICIOUS_MS.get(m)
+            hint = f"; did you mean {num(v * 1000)} ms?" if slip is not None and v < slip else ""
+            out.append(f"llmcap:workload.slo.{m}.{q}: {num(v)} ms is below {what}, {num(floor_ms)} ms with "
+                       f"{w.engine} on any GPU (its fitted per-step overhead); no plan can meet it: "
+                       f"raise it to at least {num(floor_ms)} ms{hint}")
+    tps = w.traffic.tokens_per_s_per_user
+    if tps is not None and tps > 1000.0 / step_ms:
+        out.append(f"llmcap:workload.traffic.tokens_per_s_per_user: {num(tps)} tokens/s is above one token per "
+                   f"engine step ({num(1000.0 / step_ms)} tokens/s with {w.engine} on any GPU); no plan can "
+                   "serve it")
+    return out
+
+
 def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
     """(errors, warnings) for a stack whose names already resolve (sizing.catalog.names.check_names)."""
     w, hw = stack.workload, stack.hardware
@@ -45,6 +74,7 @@ def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
     ctx = context_problem(model, w)
     if ctx:
         errors.append(ctx)
+    errors += slo_floor_problems(w, cat)
     missing = [p for p in w.precisions if cat.precision(p).needs_prequantized_checkpoint and p not in w.checkpoints]
     for p in missing:
         line = (f"llmcap:workload.precision: {p} needs a pre-quantized checkpoint of {model.hf_id}: set "
@@ -54,18 +84,30 @@ def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
         else:
             warnings.append(line + f" (without it the planner skips {p})")
     slo = w.slo
-    if slo.itl_p95_ms < ITL_SUSPICIOUS_MS:
-        warnings.append(f"llmcap:workload.slo.itl_p95_ms: {num(slo.itl_p95_ms)} ms is under "
-                        f"{ITL_SUSPICIOUS_MS:g} ms per token; did you mean {num(slo.itl_p95_ms * 1000)} ms?")
-    if slo.ttft_p95_ms < TTFT_SUSPICIOUS_MS:
-        warnings.append(f"llmcap:workload.slo.ttft_p95_ms: {num(slo.ttft_p95_ms)} ms is under "
-                        f"{TTFT_SUSPICIOUS_MS:g} ms to the first token; did you mean {num(slo.ttft_p95_ms * 1000)} ms?")
+    for m, q, v in slo.targets() if not errors else ():  # a target below the engine's floor is an error already
+        floor_ms, what = ((ITL_SUSPICIOUS_MS, "per token") if m in ("itl", "tpot") else
+                          (TTFT_SUSPICIOUS_MS, "to the first token") if m == "ttft" else (None, ""))
+        if floor_ms is not None and v < floor_ms:
+            warnings.append(f"llmcap:workload.slo.{m}.{q}: {num(v)} ms is under {floor_ms:g} ms {what}; "
+                            f"did you mean {num(v * 1000)} ms?")
+    per_token = slo.per_token_ms()
+    if w.traffic.tokens_per_s_per_user is not None and per_token is not None \
+            and w.traffic.tokens_per_s_per_user > 1000.0 / per_token:
+        warnings.append(f"llmcap:workload.traffic.tokens_per_s_per_user: {num(w.traffic.tokens_per_s_per_user)} "
+                        f"tokens/s needs a gap of {num(1000.0 / w.traffic.tokens_per_s_per_user)} ms per token; the "
+                        f"per-token target allows {num(per_token)} ms, so the plan meets the target, not this rate: "
+                        "tighten the ITL/TPOT target or lower the rate")
     if w.traffic.concurrent_users is not None:
         in_flight = float(w.traffic.concurrent_users)
         how = f"{w.traffic.concurrent_users:,} concurrent users"
     else:
         rate = float(w.traffic.peak_requests_per_s or 0.0)
-        in_flight = rate * (slo.ttft_p95_ms + w.output_tokens.mean * slo.itl_p95_ms) / 1000
+        # Little's law at the slowest latency the SLO allows (no bound when it sets none)
+        e2e = [v for m, _, v in slo.targets() if m == "e2e"]
+        e2e_ms = max(e2e) if e2e else math.inf
+        if not e2e:
+            e2e_ms = slo.bound_ms("ttft", "p95") + w.output_tokens.mean * (slo.per_token_ms() or math.inf)
+        in_flight = rate * e2e_ms / 1000
         how = f"{num(rate)} req/s at the SLO's latencies (at most {num(in_flight)} requests in flight)"
     if hw.redundancy > 0 and hw.redundancy >= in_flight:
         warnings.append(f"llmcap:hardware.redundancy: {hw.redundancy} spare replicas for {how}: more spares than "

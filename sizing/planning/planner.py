@@ -14,8 +14,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sizing.catalog.lookup import Catalog, load_catalog
+from sizing.errors import SpecError
 from sizing.planning.candidates import strategy_of
 from sizing.planning.demand import demand_of
+from sizing.planning.meaning import slo_floor_problems
 from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import STRATEGIES, GoodputScale, Search, cost_key, search
 
@@ -80,6 +82,9 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
 
     model = workload_model(cat, w.model, w.weights_source)
     check_context(model, w)
+    floors = slo_floor_problems(w, cat)
+    if floors:
+        raise SpecError(f"{len(floors)} target(s) below what any deployment can do", floors)
     problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w))
     demand = problem.demand
     if goodput_scale is True:
@@ -110,12 +115,33 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
         for s in ("scale-up", "scale-out")}
     from sizing.planning.class_results import attach
 
-    return attach(build_plan(cat, model, stack, strat, main, others, demand, scale), stack, fleet, stack.trace)
+    plan = attach(build_plan(cat, model, stack, strat, main, others, demand, scale), stack, fleet, stack.trace)
+    tie = tie_note(main)
+    if tie:
+        plan.assumptions.append(tie)
+    return plan
+
+
+def tie_note(main: Search) -> str | None:
+    """One line when another feasible option costs the same with as many GPUs: which was chosen and why
+    (search.cost_key's risk order), so that a tie is never decided silently."""
+    best = main.best
+    if best is None:
+        return None
+    same = [e for e in main.feasible if e is not best and cost_key(e)[:2] == cost_key(best)[:2]
+            and (e.cand.instance.instance_type, e.cand.precision) != (best.cand.instance.instance_type,
+                                                                       best.cand.precision)]
+    if not same:
+        return None
+    other = min(same, key=cost_key)
+    why = ("fewer nodes" if best.instances < other.instances else
+           "the higher precision (larger weights)" if best.fit.weights_gib > other.fit.weights_gib else "more goodput")
+    return (f"tie: {best.cand.label()} and {other.cand.label()} cost the same with {best.gpus} GPUs; chose "
+            f"{best.cand.label()} for {why}")
 
 
 def check_context(model: ModelArch, w: WorkloadSpec) -> None:
     """A context longer than the model's limit (config.json max_position_embeddings) is bad input."""
-    from sizing.errors import SpecError
     from sizing.planning.meaning import context_problem
 
     problem = context_problem(model, w)
@@ -135,6 +161,13 @@ def plan_for(stack_file: Path, sets: list[str] | None = None, strategy: str | No
     stack = load_stack(stack_file, sets)
     cat = load_catalog(catalog)
     check_names(stack, cat)
+    return plan_validated(stack, cat, strategy)
+
+
+def plan_validated(stack: Stack, cat: Catalog, strategy: str | None = None) -> Plan:
+    """The one planner behind `plan` and `compare` (options and --strategies): the same search, batching
+    flags tuned and finalists simulated, the calibration overlay applied, the stack's own warnings added;
+    so both commands give one answer to one question (tests/test_compare_agrees.py)."""
     p = plan_stack(stack, cat, strategy)
     p.warnings.extend(w for w in stack.warnings if w not in p.warnings)
     return p

@@ -43,8 +43,11 @@ class Search:
         return min(self.feasible, key=cost_key) if self.feasible else None
 
 
-def cost_key(e: Evaluated) -> tuple[float, int, float]:
-    return (round(e.usd_per_hour, 6), e.gpus, -e.gp.output_tokens_per_s)
+def cost_key(e: Evaluated) -> tuple[float, int, int, float, float]:
+    """Cheapest first; at the same price and GPU count, the option with fewer risks (as a reviewer would
+    choose): fewer nodes to lose, then the larger weights, i.e. the higher precision (fp8 quantized on load
+    from the original before a 4-bit community checkpoint), and only then the higher goodput."""
+    return (round(e.usd_per_hour, 6), e.gpus, e.instances, -round(e.fit.weights_gib, 3), -e.gp.output_tokens_per_s)
 
 
 def search(p: PlanningProblem, strategy: str, scale: GoodputScale | None = None) -> Search:
@@ -95,7 +98,8 @@ def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: lis
                                   gpu_memory_gib=inst.gpu_memory_gib_each).fits:
         return None  # fewer nodes already fit; more stages only add latency and cost
     shape = WorkloadShape.from_spec(w)
-    gp = goodput_fn(cat, cfg, shape, w.slo.ttft_p95_ms, w.slo.itl_p95_ms, mode=demand.mode, targets=w.slo.targets())
+    gp = goodput_fn(cat, cfg, shape, w.slo.bound_ms("ttft", "p95"), w.slo.bound_ms("itl", "p95"), mode=demand.mode,
+                    targets=w.slo.targets())
     if not gp.feasible:
         reject(gp.reason_code or "misses-itl", gp.reason)
         return None

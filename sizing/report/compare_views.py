@@ -18,8 +18,7 @@ ROWS: list[tuple[str, str]] = [
     ("usd_per_month", "GPU $/month (730 h)"),
     ("usd_per_million_output_tokens", "$/1M output tokens (planned load)"),
     ("usd_per_million_output_tokens_at_capacity", "$/1M output tokens (at capacity)"),
-    ("ttft", "TTFT p95 ms (headroom)"),
-    ("itl", "ITL p95 ms (headroom)"),
+    ("slo", "SLO targets: predicted (headroom)"),
     ("blast_radius", "capacity lost if one node fails"),
     ("survives_node_loss", "carries the demand after one node loss"),
     ("cold_start_s", "cold start (new node: boot, image, weights, engine)"),
@@ -44,10 +43,8 @@ def cell(row: OptionRow, key: str) -> str:
         return f"${row.usd_per_million_output_tokens:,.3f}"
     if key == "usd_per_million_output_tokens_at_capacity":
         return f"${row.usd_per_million_output_tokens_at_capacity:,.3f}"
-    if key == "ttft":
-        return f"{row.ttft_p95_ms:,.0f} ({row.ttft_headroom:.0%})"
-    if key == "itl":
-        return f"{row.itl_p95_ms:.1f} ({row.itl_headroom:.0%})"
+    if key == "slo":
+        return "; ".join(row.slo_figures)
     if key == "blast_radius":
         return f"{row.blast_radius:.0%}"
     if key == "survives_node_loss":
@@ -88,7 +85,9 @@ def findings(sw: Sweep | None) -> list[str]:
     api = sw.cheapest_api
     if api:
         lines.append(f"cheapest hosted API: {api.provider} {api.model} at "
-                     f"${api.usd_per_million_output_tokens:g} per 1M output tokens")
+                     f"${api.usd_per_million_output_tokens_with_input:g} per 1M output tokens with their input "
+                     f"(${api.usd_per_million_output_tokens:g} output + {api.prompt_tokens_per_output_token:g} prompt "
+                     f"tokens × ${api.usd_per_million_input_tokens:g} per 1M)")
     return lines + [f"warning: {w}" for w in sw.warnings]
 
 

@@ -128,8 +128,7 @@ def detail_rows(sd: StackDiff) -> list[list[str]]:
         row("$/1M output tokens (all-in)", "usd_per_million_output_tokens", _m3, 3),
         row("demand (output tokens/s)", "demand_output_tokens_per_s", lambda v: f"{v:,.0f}"),
         row("concurrent users", "concurrent_users", lambda v: f"{v:,.0f}"),
-        row("SLO TTFT p95 (ms)", "ttft_p95_ms_slo", lambda v: f"{v:g}"),
-        row("SLO ITL p95 (ms)", "itl_p95_ms_slo", lambda v: f"{v:g}"),
+        row("SLO", "slo", str),
         ["cheapest hosted API, same traffic", *side_fn(_api), ""],
     ]
 
@@ -144,8 +143,18 @@ def _line_money(x: float | None) -> str:
     return money(x, 2 if x is not None and abs(x) < 100 else 0)
 
 
-def line_rows(before: list[CostLine], after: list[CostLine]) -> list[list[str]]:
-    """Cost lines matched by name: before → after and Δ; a line without a price says so."""
+def line_rows(before: list[CostLine], after: list[CostLine], unplanned: str | None = None) -> list[list[str]]:
+    """Cost lines matched by name: before → after and Δ; a line without a price says so. `unplanned`: the
+    side ("before" or "after") that exists but has no plan: its column says so and no Δ is computed (a
+    stack that cannot be planned is not free: its cost change is not priced, never −the other side)."""
+    if unplanned is not None:
+        lines = before if unplanned == "after" else after
+        rows = line_rows(lines, lines)
+        for r in rows:
+            r[1] = r[1].split(" → ")[-1]
+            r[3 if unplanned == "after" else 2] = NOT_PLANNED
+            r[4] = "not priced"
+        return rows
     def agg(lines: list[CostLine]) -> dict[str, tuple[float, float | None]]:
         out: dict[str, tuple[float, float | None]] = {}
         for ln in lines:
@@ -191,7 +200,9 @@ def render_details(sd: StackDiff) -> str:
              md_table(["", "before", "after", "Δ"], detail_rows(sd)
                        + ([["plan", plan_source_text(sd.before), plan_source_text(sd.after), ""]]
                           if any(x is not None and x.plan_source for x in (sd.before, sd.after)) else []))]
-    lines = line_rows(sd.before.cost_lines if sd.before else [], sd.after.cost_lines if sd.after else [])
+    unplanned = next((k for k, x in (("before", sd.before), ("after", sd.after)) if x is not None and not x.planned),
+                     None)
+    lines = line_rows(sd.before.cost_lines if sd.before else [], sd.after.cost_lines if sd.after else [], unplanned)
     if lines:
         parts += ["", "**Cost lines ($/month)**", "", md_table(["line", "quantity", "before", "after", "Δ"], lines)]
     if sd.after and sd.after.resources:
@@ -268,17 +279,14 @@ def render_json(d: CostDiff) -> str:
 
 
 def render_table(d: CostDiff, console: Any) -> None:
-    from rich.table import Table
+    from sizing.report.format import fitted_table
 
     console.print(f"[bold]{headline(d)}[/bold]")
     if not d.stacks:
         return
-    t = Table(title=f"Cost diff {d.base} → {d.head}")
-    for h in SUMMARY_HEADERS:
-        t.add_column(h, justify="right" if h.startswith(("Δ", "$")) else "left")
-    for sd in d.stacks:
-        t.add_row(*[c.replace("`", "") for c in summary_row(sd)])
-    console.print(t)
+    console.print(fitted_table(f"Cost diff {d.base} → {d.head}", list(SUMMARY_HEADERS),
+                               [[c.replace("`", "") for c in summary_row(sd)] for sd in d.stacks], console.width or 80,
+                               right=tuple(h for h in SUMMARY_HEADERS if h.startswith(("Δ", "$")))))
     for sd in d.stacks:
         for n in sd.notes:
             console.print(f"[yellow]{sd.stack}:[/yellow] {n}")

@@ -12,9 +12,10 @@ from sizing.perf.binding import LABELS
 from sizing.perf.cold_start import cold_start
 from sizing.report.format import md_table, money
 from sizing.report.traffic_views import CLASS_HEADERS, class_lines, class_rows, fleet_lines, trace_lines
+from sizing.spec import SLO_LABELS
 
 if TYPE_CHECKING:
-    from sizing.plan import Plan, Pool
+    from sizing.plan import PerReplica, Plan, Pool
 
 
 # Below this console width the pool table is laid out vertically (key: value per pool), as gh and
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
 WIDE_COLUMNS = 150
 
 
-def _slo(plan: Plan) -> tuple[float, float]:
-    return plan.workload.slo.ttft_p95_ms, plan.workload.slo.itl_p95_ms
+def _targets(plan: Plan) -> tuple[tuple[str, str, float], ...]:
+    """The SLO's targets: exactly those the stack set (sizing.spec.Slo.targets), one column or line each."""
+    return plan.workload.slo.targets()
 
 
 def precision_label(precision: str, gpu: str) -> str:
@@ -97,8 +99,15 @@ def cold_start_line(plan: Plan, p: Pool) -> str:
             f"replicas' {spare:.0%} capacity headroom must absorb growth until then")
 
 
+def bound_label(r: PerReplica) -> str:
+    """What binds, short: the target that breaks first as the binds line names it ("ITL p99 tail"), else the
+    constraint's label (sizing.perf.binding.LABELS)."""
+    if r.bound in ("itl-tail", "ttft-queueing") and r.binds:
+        return r.binds.split(":", 1)[0].split(" (", 1)[0]
+    return LABELS.get(r.bound, r.bound)
+
+
 def pool_rows(plan: Plan) -> list[list[str]]:
-    ttft, itl = _slo(plan)
     rows = []
     for p in plan.pools:
         r = p.per_replica
@@ -109,20 +118,21 @@ def pool_rows(plan: Plan) -> list[list[str]]:
             f"{r.goodput_output_tokens_per_s:,.0f}" + (
                 f" ({r.goodput_output_tokens_per_s_p10:,.0f}–{r.goodput_output_tokens_per_s_p90:,.0f})"
                 if r.goodput_output_tokens_per_s_p10 > 0 else ""),
-            f"{r.ttft_p95_ms:,.0f} / {ttft:,.0f}", f"{num(r.itl_p95_ms)} / {num(itl)}",
-            LABELS.get(r.bound, r.bound), money(p.usd_per_hour, 2),
+            *(f"{num(r.percentile(m, q))} / {num(v)}" for m, q, v in _targets(plan)),
+            bound_label(r), money(p.usd_per_hour, 2),
         ])
     return rows
 
 
-POOL_HEADERS = ["pool", "instance", "GPUs/inst", "parallel", "precision", "purchase", "replicas",
-                "inst min/des/max", "goodput tok/s/replica (p10–p90)", "TTFT p95 ms (pred/SLO)",
-                "ITL p95 ms (pred/SLO)", "binds", "$/h"]
+def pool_headers(plan: Plan) -> list[str]:
+    """The pool table's columns: one predicted/target column per SLO target."""
+    return (["pool", "instance", "GPUs/inst", "parallel", "precision", "purchase", "replicas", "inst min/des/max",
+             "goodput tok/s/replica (p10–p90)"]
+            + [f"{SLO_LABELS[m]} {q} ms (pred/SLO)" for m, q, _ in _targets(plan)] + ["binds", "$/h"])
 
 
 def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
     """One pool as key: value pairs (the vertical layout)."""
-    ttft, itl = _slo(plan)
     r = p.per_replica
     return [
         ("instances", f"{p.instances_desired} × {p.instance_type} ({plural(p.gpus_per_instance, p.gpu + ' GPU')} "
@@ -132,9 +142,8 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
         ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO" + (
             f" (p10–p90 {num(r.goodput_output_tokens_per_s_p10)}–{num(r.goodput_output_tokens_per_s_p90)}, "
             "from the model's held-out error)" if r.goodput_output_tokens_per_s_p10 > 0 else "")),
-        ("TTFT p95", f"{num(r.ttft_p95_ms)} ms (SLO {num(ttft)} ms)"),
-        ("ITL p95", f"{num(r.itl_p95_ms)} ms (SLO {num(itl)} ms)"),
-        ("binds", r.binds or LABELS.get(r.bound, r.bound)),
+        *((f"{SLO_LABELS[m]} {q}", f"{num(r.percentile(m, q))} ms (SLO {num(v)} ms)") for m, q, v in _targets(plan)),
+        ("binds", r.binds or bound_label(r)),
         *([("batching", f"max_num_batched_tokens {p.vllm.max_num_batched_tokens:,}, max_num_seqs "
                         f"{p.vllm.max_num_seqs:,}: {r.batching.split(': ', 1)[-1]}")] if r.batching else []),
         *([("percentiles", f"TTFT p50/p95/p99 {num(r.ttft_p50_ms)}/{num(r.ttft_p95_ms)}/{num(r.ttft_p99_ms)} ms, "
@@ -240,8 +249,9 @@ def skipped_line(plan: Plan) -> str | None:
 
 
 def price_lines(plan: Plan) -> list[str]:
-    """The assumptions that say where the prices come from and how old they are."""
-    return [a for a in plan.assumptions if a.startswith(("instance prices", "hosted-API prices"))]
+    """The assumptions that say where the prices come from and how old they are, and how a price tie was
+    decided (sizing.planning.planner.tie_note)."""
+    return [a for a in plan.assumptions if a.startswith(("instance prices", "hosted-API prices", "tie: "))]
 
 
 def render_table(plan: Plan, console: Any) -> None:
@@ -251,7 +261,7 @@ def render_table(plan: Plan, console: Any) -> None:
     console.print(f"[bold]{headline(plan)}[/bold]")
     if wide:
         t = Table(title=f"Plan for stack {plan.stack} (strategy {plan.strategy})")
-        for h in POOL_HEADERS:
+        for h in pool_headers(plan):
             t.add_column(h)
         for r in pool_rows(plan):
             t.add_row(*r)
@@ -327,7 +337,7 @@ def render_table(plan: Plan, console: Any) -> None:
 
 def render_markdown(plan: Plan) -> str:
     parts = [f"### llmcap plan: `{plan.stack}`", "", headline(plan), "",
-             md_table(POOL_HEADERS, pool_rows(plan)), ""]
+             md_table(pool_headers(plan), pool_rows(plan)), ""]
     parts += [f"- binds: {p.name}: {p.per_replica.binds}" for p in plan.pools if p.per_replica.binds]
     parts += [f"- spares: {redundancy_line(p)}" for p in plan.pools]
     parts += [f"- cold start: {cold_start_line(plan, p)}" for p in plan.pools]
@@ -369,7 +379,7 @@ class PlanText:
 
 
 def plan_text(plan: Plan) -> PlanText:
-    return PlanText(headline=headline(plan), pool_headers=POOL_HEADERS, pool_rows=pool_rows(plan),
+    return PlanText(headline=headline(plan), pool_headers=pool_headers(plan), pool_rows=pool_rows(plan),
                     totals_rows=totals_rows(plan), api_headers=API_HEADERS, api_rows=api_rows(plan),
                     redundancy_lines=[redundancy_line(p) for p in plan.pools],
                     cold_start_lines=[cold_start_line(plan, p) for p in plan.pools])

@@ -3,7 +3,8 @@
 Imported only when a plot is asked for: matplotlib must stay out of every other import path.
 Top panel: GPU $/month per option as step curves (GPUs come in whole units), crossovers marked and
 labelled, and the swept range where an option has no plan meeting the SLO shaded in its colour.
-Bottom panel: $ per 1M output tokens at planned load, with the cheapest hosted API as a line.
+Bottom panel: $ per 1M output tokens at planned load, with the cheapest hosted API as a line (its bill for the
+same traffic, input tokens included, per 1M output tokens).
 """
 
 from __future__ import annotations
@@ -170,9 +171,9 @@ def build_figure(sw: Sweep, title: str = "") -> tuple[Any, list[Any]]:
                      textcoords="offset points", fontsize=9, va="bottom", color="0.2")
     api = sw.cheapest_api
     if api:
-        price = api.usd_per_million_output_tokens
+        price = api.usd_per_million_output_tokens_with_input  # input tokens billed too, as the GPU curve pays prefill
         ax2.axhline(price, color="0.3", ls="--", lw=1.5,
-                    label=f"cheapest hosted API: {api.provider} {api.model} (${price:g}/1M out)")
+                    label=f"cheapest hosted API: {api.provider} {api.model} (${price:g}/1M out, input included)")
         all_per_m.append(price)
     if sw.log_spaced:
         ax1.set_xscale("log")

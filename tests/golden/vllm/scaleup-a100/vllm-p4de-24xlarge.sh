@@ -1,6 +1,6 @@
 # Deployment vllm-p4de-24xlarge, container vllm
 vllm serve \
-    s3://llmcap-scaleup-a100-weights-a0e14704/models/casperhansen/llama-3-8b-instruct-awq/ \
+    /models/model \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3-8b-instruct \
@@ -12,6 +12,4 @@ vllm serve \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
-    --enable-prefix-caching \
-    --quantization awq_marlin \
-    --load-format runai_streamer
+    --enable-prefix-caching
