@@ -24,6 +24,7 @@ from infra.components.pool import ServingPool, ServingPoolArgs
 from infra.components.router import Router, RouterArgs
 from infra.components.weights_job import WeightsJob, WeightsJobArgs
 from infra.k8s_common import API_KEY_SECRET, API_KEY_SECRET_KEY, HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY
+from infra.karpenter import DO_NOT_DISRUPT
 from infra.names import (
     COMPONENT_PREFIX,
     GPU_TAINT_KEY,
@@ -145,7 +146,8 @@ class KubernetesApp(pulumi.ComponentResource):
                 weights_bucket=args.weights_bucket, weights_prefix=args.weights_prefixes[pool.vllm.model],
                 images=images, queue_threshold=autoscaling.queue_threshold(plan, pool),
                 weights_job=jobs[pool.vllm.model], device_plugin=addons["device"], namespace_ready=[ns_res],
-                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws")), part)
+                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws"),
+                pod_annotations=dict(DO_NOT_DISRUPT) if d.provisioner == "karpenter" else {}), part)
 
         router = Router(f"{name}-router", RouterArgs(
             namespace=ns, options=d, images=images, namespace_ready=[ns_res], secrets=secrets,

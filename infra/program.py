@@ -17,6 +17,8 @@ from infra.cluster import EksCluster, EksClusterArgs
 from infra.ecr import PullThroughCache, PullThroughCacheArgs
 from infra.efa import uses_efa
 from infra.fit import FitContext, NotDeployable, check_deployable
+from infra.karpenter import karpenter_pools
+from infra.karpenter_controller import Karpenter, KarpenterArgs
 from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
 from infra.names import (
     NAMESPACE,
@@ -116,12 +118,29 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         public_access_cidrs=list(d.cluster_endpoint_public_access_cidrs),
         admin_principal_arns=list(d.admin_principal_arns), tags=tags))
 
-    gpu_groups = GpuNodeGroups(name, GpuNodeGroupsArgs.from_plan(
+    # Karpenter's pools get a NodePool instead of a managed node group (infra/karpenter.py)
+    on_karpenter = karpenter_pools(d.provisioner, plan.pools)
+    gpu_args = GpuNodeGroupsArgs.from_plan(
         plan, platform, d.model_cache_on_instance_store, cluster_name=cluster.name,
         node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered, catalog), tags=tags,
         efa_pools=frozenset(p.name for p in plan.pools if uses_efa(catalog, p)), vpc_id=network.vpc_id,
-        cluster_security_group_id=cluster.cluster.vpc_config.cluster_security_group_id),
-        opts=pulumi.ResourceOptions(depends_on=cluster.addons))
+        cluster_security_group_id=cluster.cluster.vpc_config.cluster_security_group_id)
+    gpu_args.pools = [pa for pa in gpu_args.pools if pa.pool not in on_karpenter]
+    gpu_groups = GpuNodeGroups(name, gpu_args, opts=pulumi.ResourceOptions(depends_on=cluster.addons))
+    node_launchers: list[pulumi.Resource] = list(gpu_groups.node_groups.values())
+    if on_karpenter:
+        zones = set(az_ids) or {az for p in on_karpenter for az in offered[p.instance_type]}
+        provisioner = Karpenter(name, KarpenterArgs(
+            cluster_name=cluster.name, cluster_arn=cluster.cluster.arn,
+            cluster_security_group_id=cluster.cluster.vpc_config.cluster_security_group_id, region=plan.region,
+            platform=platform, pools=on_karpenter,
+            zone_ids={p.name: [p.availability_zone_id] if p.availability_zone_id
+                      else sorted(zones & set(offered[p.instance_type])) for p in on_karpenter},
+            vcpus={p.instance_type: catalog.instances[p.instance_type].vcpus for p in on_karpenter},
+            subnet_ids=list(network.private_subnet_ids_by_az.values()) or list(d.private_subnet_ids or []),
+            tags=tags, after=[cluster.system_node_group, *cluster.addons]),
+            opts=pulumi.ResourceOptions(provider=cluster.provider))
+        node_launchers += list(provisioner.node_pools.values())
 
     # one S3 prefix per checkpoint the pools serve (pool.vllm.model), never the base model's
     prefixes = {c: weights_prefix(c) for c in served_checkpoints(plan.pools)}
@@ -141,12 +160,14 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
 
     # the AWS Load Balancer Controller (the router's NLB) and the Cluster Autoscaler (GPU nodes follow
     # KEDA's replicas), on the system nodes
-    autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, cluster.cluster.arn, tags,
-                                                      parent=cluster)
+    # (no Cluster Autoscaler when Karpenter launches every GPU pool)
+    autoscaled = bool(gpu_groups.node_groups)
+    identities = [cluster_autoscaler_identity(name, cluster.name, cluster.cluster.arn, tags,
+                                              parent=cluster).association] if autoscaled else []
     addons = ClusterAddons(name, ClusterAddonsArgs(
         cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region, registry_host=cache.registry_host,
         after=[cluster.system_node_group, *cluster.addons, cluster.load_balancer_controller_pod_identity,
-               autoscaler_identity.association]),
+               *identities], cluster_autoscaler=autoscaled),
         opts=pulumi.ResourceOptions(provider=cluster.provider))
 
     app = KubernetesApp(name, KubernetesAppArgs(
@@ -155,7 +176,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         api_key=secrets.api_key, load_balancer_controller=addons.load_balancer_controller,
         registry_host=cache.registry_host, system_nodes=system_nodes.desired),
         opts=pulumi.ResourceOptions(provider=cluster.provider,
-                                    depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
+                                    depends_on=[*node_launchers, cluster.system_node_group,
                                                 *cluster.addons, store]))
 
     return {
