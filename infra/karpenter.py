@@ -123,15 +123,20 @@ def node_pool(pool: Pool, *, zone_ids: list[str], vcpus_per_instance: int) -> di
     }
 
 
-def controller_values(cluster_name: str, service_account: str) -> dict[str, Any]:
+def controller_values(cluster_name: str, service_account: str, image_repository: str | None = None
+                      ) -> dict[str, Any]:
     """Helm values of the Karpenter chart (charts/karpenter/values.yaml at v1.14.1): on the system nodes, the
-    cluster name, the ReservedCapacity feature gate on, and the service account its Pod Identity binds.
+    cluster name, the ReservedCapacity feature gate on, the service account its Pod Identity binds, and the
+    controller image through the pull-through cache (`image_repository`; the chart's tag and digest stay).
     No interruption queue (settings.interruptionQueue left empty: Karpenter then does not poll SQS)."""
-    return {
+    out: dict[str, Any] = {
         "settings": {"clusterName": cluster_name, "featureGates": {"reservedCapacity": True}},
         "serviceAccount": {"create": True, "name": service_account},
         "nodeSelector": SYSTEM_NODES,
     }
+    if image_repository:
+        out["controller"] = {"image": {"repository": image_repository}}
+    return out
 
 
 def karpenter_pools(provisioner: str, pools: list[Pool]) -> list[Pool]:

@@ -15,6 +15,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from infra import karpenter, settings
+from infra.addons import chart_image_repository
 from infra.cluster import NODE_POLICIES
 from infra.iam import partition, pod_identity_trust_policy, role_with_managed_policies, service_trust_policy
 from infra.names import COMPONENT_PREFIX
@@ -37,6 +38,7 @@ class KarpenterArgs:
     zone_ids: dict[str, list[str]]  # pool name -> the AZ ids its NodePool may launch in
     vcpus: dict[str, int]  # instance type -> vCPUs (the catalog's), for the NodePool cpu limit
     subnet_ids: list[pulumi.Input[str]]  # the private subnets the nodes may use (tagged for discovery)
+    registry_host: pulumi.Input[str] | None = None  # the pull-through cache (infra/ecr.py)
     tags: dict[str, str] = field(default_factory=dict)
     after: list[pulumi.Resource] = field(default_factory=list)  # system nodes, core add-ons
 
@@ -70,8 +72,10 @@ class Karpenter(pulumi.ComponentResource):
         discovery += [aws.ec2.Tag(f"{name}-karpenter-discovery-subnet-{i}", resource_id=sid,
                                   key=karpenter.DISCOVERY_TAG, value=args.cluster_name, opts=child)
                       for i, sid in enumerate(args.subnet_ids)]
-        values = pulumi.Output.from_input(args.cluster_name).apply(
-            lambda c: karpenter.controller_values(c, karpenter.KARPENTER_SERVICE_ACCOUNT))
+        values = pulumi.Output.all(args.cluster_name, args.registry_host).apply(
+            lambda a: karpenter.controller_values(
+                a[0], karpenter.KARPENTER_SERVICE_ACCOUNT,
+                chart_image_repository(CHART, a[1]).get("image", {}).get("repository")))
         self.release = k8s.helm.v3.Release(
             chart.name, name=chart.name, chart=chart.chart, version=chart.version, namespace=chart.namespace,
             create_namespace=False, values=values,

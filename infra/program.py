@@ -18,6 +18,7 @@ from infra.ecr import PullThroughCache, PullThroughCacheArgs
 from infra.efa import uses_efa
 from infra.fit import FitContext, NotDeployable, check_deployable
 from infra.karpenter import karpenter_pools
+from infra.karpenter_controller import CHART as KARPENTER_CHART
 from infra.karpenter_controller import Karpenter, KarpenterArgs
 from infra.kubernetes_app import KubernetesApp, KubernetesAppArgs
 from infra.names import (
@@ -120,6 +121,13 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
 
     # Karpenter's pools get a NodePool instead of a managed node group (infra/karpenter.py)
     on_karpenter = karpenter_pools(d.provisioner, plan.pools)
+    # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
+    charts = (LOAD_BALANCER_CONTROLLER_CHART, CLUSTER_AUTOSCALER_CHART, *([KARPENTER_CHART] if on_karpenter else []))
+    chart_upstreams = [img[0] for key in charts if (img := settings.chart_image(key))]
+    cache = PullThroughCache(name, PullThroughCacheArgs(
+        region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
+        node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))
+
     gpu_args = GpuNodeGroupsArgs.from_plan(
         plan, platform, d.model_cache_on_instance_store, cluster_name=cluster.name,
         node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered, catalog), tags=tags,
@@ -138,7 +146,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
                       else sorted(zones & set(offered[p.instance_type])) for p in on_karpenter},
             vcpus={p.instance_type: catalog.instances[p.instance_type].vcpus for p in on_karpenter},
             subnet_ids=list(network.private_subnet_ids_by_az.values()) or list(d.private_subnet_ids or []),
-            tags=tags, after=[cluster.system_node_group, *cluster.addons]),
+            registry_host=cache.registry_host, tags=tags, after=[cluster.system_node_group, *cluster.addons]),
             opts=pulumi.ResourceOptions(provider=cluster.provider))
         node_launchers += list(provisioner.node_pools.values())
 
@@ -150,13 +158,6 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets,
         access=[PodAccess(SERVING_SERVICE_ACCOUNT, READ_ACTIONS, "vLLM pods: read the model's weights"),
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
-
-    # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
-    chart_upstreams = [img[0] for key in (LOAD_BALANCER_CONTROLLER_CHART, CLUSTER_AUTOSCALER_CHART)
-                       if (img := settings.chart_image(key))]
-    cache = PullThroughCache(name, PullThroughCacheArgs(
-        region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
-        node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))
 
     # the AWS Load Balancer Controller (the router's NLB) and the Cluster Autoscaler (GPU nodes follow
     # KEDA's replicas), on the system nodes
