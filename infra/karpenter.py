@@ -39,6 +39,10 @@ ZONE_ID_KEY = "topology.k8s.aws/zone-id"
 DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}  # on the serving pods (a node loading weights stays)
 SYSTEM_NODES = {ROLE_LABEL: "system"}
 GPU_RESOURCE = "nvidia.com/gpu"
+# the plan's size and purchase option on each NodePool, read by resource pricing (the same strings as
+# sizing/cost/resources/karpenter_node_pool.py; tests/test_karpenter.py keeps them equal)
+DESIRED_ANNOTATION = "llmcap.io/instances-desired"
+PURCHASE_ANNOTATION = "llmcap.io/purchase"
 # Karpenter capacity types per plan purchase (a pool is priced at one purchase option, so it launches only
 # that one): an ODCR or a Capacity Block is `reserved` capacity (nodepools.md "reserved": the reservations
 # the EC2NodeClass's capacityReservationSelectorTerms select).
@@ -105,7 +109,10 @@ def node_pool(pool: Pool, *, zone_ids: list[str], vcpus_per_instance: int) -> di
     ]
     return {
         "apiVersion": NODEPOOL_API, "kind": "NodePool",
-        "metadata": {"name": nodeclass_name(pool)},
+        # the plan's size and purchase option, for resource pricing (sizing/cost/resources/karpenter_node_pool.py)
+        "metadata": {"name": nodeclass_name(pool),
+                     "annotations": {DESIRED_ANNOTATION: str(pool.instances_desired),
+                                     PURCHASE_ANNOTATION: pool.purchase}},
         "spec": {
             "template": {
                 "metadata": {"labels": gpu_labels(pool)},

@@ -204,3 +204,22 @@ def test_nodepool_builder_refuses_an_unknown_purchase() -> None:
     assert karpenter.ec2_node_class(pool.model_copy(update={"capacity_reservation_id": None}), cluster_name="c",
                                     node_role_name="r", platform=load_platform())["spec"].get(
         "capacityReservationSelectorTerms") is None
+
+
+def test_nodepools_are_priced_as_the_plan_prices_the_pools(tmp_path: Path) -> None:
+    from infra.render import resources_document
+    from sizing.cost.resources import karpenter_node_pool as priced
+    from sizing.cost.resources import load_resources, price_resources
+    from sizing.cost.resources.base import PricingContext
+
+    assert (karpenter.DESIRED_ANNOTATION, karpenter.PURCHASE_ANNOTATION) == (priced.DESIRED_ANNOTATION,
+                                                                             priced.PURCHASE_ANNOTATION)
+    res = h.bundled("llama70b-karpenter")
+    f = tmp_path / "resources.json"
+    f.write_text(json.dumps(resources_document(res)), encoding="utf-8")
+    lines = {ln.name: ln for ln in price_resources(load_resources(f), PricingContext(h.catalog(), res.plan.region))}
+    cb, rest = res.plan.pools
+    block = lines["GPU instances (capacity-block, p5.48xlarge)"]
+    assert block.quantity == cb.instances_desired and block.unit == "instances (max 2)" and block.usd_per_month
+    assert lines["GPU instances (on-demand, p5.48xlarge)"].unit == "instances (max 3)"
+    assert lines["Node root volumes (EBS gp3)"].usd_per_month is not None
