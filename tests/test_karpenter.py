@@ -223,3 +223,20 @@ def test_nodepools_are_priced_as_the_plan_prices_the_pools(tmp_path: Path) -> No
     assert block.quantity == cb.instances_desired and block.unit == "instances (max 2)" and block.usd_per_month
     assert lines["GPU instances (on-demand, p5.48xlarge)"].unit == "instances (max 3)"
     assert lines["Node root volumes (EBS gp3)"].usd_per_month is not None
+
+
+def test_your_own_vpc_subnets_are_tagged_for_discovery() -> None:
+    from tests.plan_factory import make_plan
+    from tests.test_infra_aws import factory_stack
+
+    subnets = ["subnet-0aaa1111bbbb2222c", "subnet-0ddd3333eeee4444f"]
+    stack = factory_stack(deployment={"provisioner": "karpenter", "vpc_id": "vpc-0123456789abcdef0",
+                                      "private_subnet_ids": subnets})
+    res = h.render(stack, make_plan(stack="t"))
+    tagged = {r.inputs["resourceId"] for r in res.of_type("aws:ec2/tag:Tag")
+              if r.inputs["key"] == karpenter.DISCOVERY_TAG}
+    assert set(subnets) < tagged and len(tagged) == 3
+    (pool,) = res.plan.pools
+    (np,) = res.of_type(CR)
+    zones = [r for r in np.inputs["spec"]["template"]["spec"]["requirements"] if r["key"] == karpenter.ZONE_ID_KEY]
+    assert zones[0]["values"] == sorted(h.catalog().offered_azs(pool.instance_type, res.plan.region))
