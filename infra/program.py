@@ -29,6 +29,9 @@ from infra.config.names import (
 from infra.config.platform import load_platform
 from infra.config.registry import upstreams_needed
 from infra.fit.check import FitContext, NotDeployable, check_deployable
+from infra.karpenter.controller import CHART as KARPENTER_CHART
+from infra.karpenter.controller import Karpenter, KarpenterArgs
+from infra.karpenter.nodes import karpenter_pools
 from infra.kubernetes.components.addons import ClusterAddons, ClusterAddonsArgs
 from infra.kubernetes.components.kubernetes_app import KubernetesApp, KubernetesAppArgs
 
@@ -122,12 +125,37 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
         public_access_cidrs=list(d.cluster_endpoint_public_access_cidrs),
         admin_principal_arns=list(d.admin_principal_arns), tags=tags))
 
-    gpu_groups = GpuNodeGroups(name, GpuNodeGroupsArgs.from_plan(
+    # Karpenter's pools get a NodePool instead of a managed node group (infra/karpenter/nodes.py)
+    on_karpenter = karpenter_pools(d.provisioner, plan.pools)
+    # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
+    chart_upstreams = [img.registry for key in settings.chart_keys() if (key != KARPENTER_CHART or on_karpenter)
+                       and (img := settings.chart_image_pin(key))]
+    cache = PullThroughCache(name, PullThroughCacheArgs(
+        region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
+        node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))
+
+    gpu_args = GpuNodeGroupsArgs.from_plan(
         plan, platform, d.model_cache_on_instance_store, cluster_name=cluster.name,
         node_role_arn=cluster.node_role.arn, subnet_ids=pool_subnet_ids(network, plan, offered, catalog), tags=tags,
         efa_pools=frozenset(p.name for p in plan.pools if uses_efa(catalog, p)), vpc_id=network.vpc_id,
-        cluster_security_group_id=cluster.cluster.vpc_config.cluster_security_group_id),
-        opts=pulumi.ResourceOptions(depends_on=cluster.addons))
+        cluster_security_group_id=cluster.cluster.vpc_config.cluster_security_group_id)
+    gpu_args.pools = [pa for pa in gpu_args.pools if pa.pool not in on_karpenter]
+    gpu_groups = GpuNodeGroups(name, gpu_args, opts=pulumi.ResourceOptions(depends_on=cluster.addons))
+    node_launchers: list[pulumi.Resource] = list(gpu_groups.node_groups.values())
+    if on_karpenter:
+        zones = set(az_ids) or {az for p in on_karpenter for az in offered[p.instance_type]}
+        provisioner = Karpenter(name, KarpenterArgs(
+            cluster_name=cluster.name, cluster_arn=cluster.cluster.arn,
+            cluster_security_group_id=cluster.cluster.vpc_config.cluster_security_group_id, region=plan.region,
+            platform=platform, pools=on_karpenter,
+            zone_ids={p.name: [p.availability_zone_id] if p.availability_zone_id
+                      else sorted(zones & set(offered[p.instance_type])) for p in on_karpenter},
+            vcpus={p.instance_type: catalog.instances[p.instance_type].vcpus for p in on_karpenter},
+            subnet_ids=list(network.private_subnet_ids_by_az.values()) or list(d.private_subnet_ids or []),
+            registry_host=cache.registry_host, image_pins=pins, tags=tags,
+            after=[cluster.system_node_group, *cluster.addons]),
+            opts=pulumi.ResourceOptions(provider=cluster.provider))
+        node_launchers += list(provisioner.node_pools.values())
 
     # one S3 prefix per checkpoint the pools serve (pool.vllm.model), never the base model's
     prefixes = {c: weights_prefix(c) for c in served_checkpoints(plan.pools)}
@@ -138,21 +166,17 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
                 PodAccess(WEIGHTS_LOADER_SERVICE_ACCOUNT, WRITE_ACTIONS, "weights job: copy the model from HF")],
         force_destroy=d.weights_bucket_force_destroy, tags=tags))
 
-    # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
-    chart_upstreams = [img.registry for key in settings.chart_keys() if (img := settings.chart_image_pin(key))]
-    cache = PullThroughCache(name, PullThroughCacheArgs(
-        region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
-        node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))
-
     # the AWS Load Balancer Controller (the router's NLB) and the Cluster Autoscaler (GPU nodes follow
     # KEDA's replicas), on the system nodes
-    autoscaler_identity = cluster_autoscaler_identity(name, cluster.name, cluster.cluster.arn, tags,
-                                                      parent=cluster)
+    # (no Cluster Autoscaler when Karpenter launches every GPU pool)
+    autoscaled = bool(gpu_groups.node_groups)
+    identities = [cluster_autoscaler_identity(name, cluster.name, cluster.cluster.arn, tags,
+                                              parent=cluster).association] if autoscaled else []
     addons = ClusterAddons(name, ClusterAddonsArgs(
         cluster_name=cluster.name, vpc_id=network.vpc_id, region=plan.region, registry_host=cache.registry_host,
         image_pins=pins,
         after=[cluster.system_node_group, *cluster.addons, cluster.load_balancer_controller_pod_identity,
-               autoscaler_identity.association]),
+               *identities], cluster_autoscaler=autoscaled),
         opts=pulumi.ResourceOptions(provider=cluster.provider))
 
     # TLS on the endpoint by default: the stack's certificate, else one the deployment creates (issue 32)
@@ -167,7 +191,7 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
         system_nodes_max=system_nodes.max_size,
         certificate_arn=endpoint_cert.arn if endpoint_cert is not None else None),
         opts=pulumi.ResourceOptions(provider=cluster.provider,
-                                    depends_on=[*gpu_groups.node_groups.values(), cluster.system_node_group,
+                                    depends_on=[*node_launchers, cluster.system_node_group,
                                                 *cluster.addons, store]))
 
     return {

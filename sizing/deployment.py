@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,9 +33,16 @@ def _cidr(v: str) -> str:
         raise ValueError(f"{v!r} is not a CIDR block such as 203.0.113.0/24 ({e})") from None
 
 
+PROVISIONERS = ("managed-node-groups", "karpenter")
+
+
 class DeploymentOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    provisioner: Literal["managed-node-groups", "karpenter"] = Field(
+        default="managed-node-groups",
+        description="what launches the GPU nodes: EKS managed node groups scaled by the Cluster Autoscaler, or "
+                    "Karpenter (one EC2NodeClass and one NodePool per plan pool, infra/karpenter/nodes.py)")
     _plain_text = field_validator("*", mode="before")(no_control_chars)
 
     vpc_id: str | None = Field(default=None, description="bring your own VPC (with the subnet ids below)")

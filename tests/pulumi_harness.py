@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from infra.config.image_lock import ImagePins, resolve_pins
+from infra.karpenter.nodes import karpenter_pools
 from infra.program import render_stack, resource_prefix
 from infra.render import RenderedResource, RenderResult
 from sizing.catalog.lookup import Catalog, load_catalog
-from sizing.plan import Plan
+from sizing.plan import Plan, Pool
 from sizing.stack import Stack, load_stack
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +65,12 @@ def one(result: RenderResult, type_token: str, name: str) -> RenderedResource:
         have = sorted(r.name for r in result.of_type(type_token))
         raise AssertionError(f"expected one {type_token} named {name!r}; have {have}")
     return found[0]
+
+
+def node_group_pools(result: RenderResult) -> list[Pool]:
+    """The plan pools that get a managed node group (not those Karpenter launches, infra/karpenter/nodes.py)."""
+    on_karpenter = karpenter_pools(result.stack.deployment.provisioner, result.plan.pools)
+    return [p for p in result.plan.pools if p not in on_karpenter]
 
 
 def gpu_node_group_name(result: RenderResult, pool_name: str) -> str:

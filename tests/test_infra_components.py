@@ -209,7 +209,7 @@ def _modules(group: str) -> list[str]:
 
 
 def pure_modules() -> list[str]:
-    return [*_modules("config"), *_modules("fit"), *_modules("kubernetes"), "infra.compose",
+    return [*_modules("config"), *_modules("fit"), *_modules("kubernetes"), "infra.compose", "infra.karpenter.nodes",
             *(f"infra.aws.{m}" for m in PURE_AWS)]
 
 

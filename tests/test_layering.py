@@ -139,6 +139,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("infra config: typed readers of infra/data, names, image references and locks", ["infra", "infra.config"]),
     ("infra by what it talks to: AWS resources, Kubernetes objects (neither imports the other)",
      ["infra.aws", "infra.kubernetes"]),
+    ("infra karpenter: the node provisioner that talks to both (EC2NodeClass, NodePools, its IAM)",
+     ["infra.karpenter"]),
     ("infra fit: the deployability check over what aws/ and kubernetes/ would create", ["infra.fit"]),
     ("infra entry points: the program, the offline render, the compose target",
      ["infra.program", "infra.render", "infra.compose", "infra.__main__"]),

@@ -25,6 +25,7 @@ PINNED = {
     "aws_load_balancer_controller": settings.chart_app_version("aws_load_balancer_controller"),
     "cluster_autoscaler": settings.chart_app_version("cluster_autoscaler"),
     "router": settings.image("router").tag,
+    "karpenter": settings.chart("karpenter").version,
 }
 
 

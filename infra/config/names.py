@@ -52,3 +52,8 @@ LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT = "aws-load-balancer-controller"
 # this service account through EKS Pod Identity
 CLUSTER_AUTOSCALER_NAMESPACE = "kube-system"
 CLUSTER_AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
+
+# Karpenter's pod annotation that keeps it from voluntarily disrupting the pod's node (karpenter-provider-aws v1.14
+# website/content/en/v1.14/concepts/disruption.md "Pod-Level Controls"): on the serving pods with Karpenter, so
+# a node loading weights is never consolidated away (infra/karpenter/nodes.py)
+DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}

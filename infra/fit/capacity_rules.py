@@ -6,6 +6,10 @@ below the fabric the P-family price includes, so the program refuses it instead 
 EFA comes from the catalog's `efa` column (sizing/data/instances.csv, DescribeInstanceTypes
 EfaSupported) and the network cards in infra/data/efa_network_cards.csv (infra/aws/efa.py).
 
+`karpenter-limits` / `karpenter-multi-node-without-efa` (provisioner karpenter): a pool's NodePool limits
+admit the nodes its replicas_max needs; a multi-node pool on Karpenter is refused (no EFA on its nodes).
+The other rules (allocatable, GPUs per node, storage) read the plan's pool and apply to both provisioners.
+
 `reservation-type-mismatch`: a pool on a reservation must be the reservation's instance type (the
 planner places it so; a hand-edited saved plan could break it).
 """
@@ -16,6 +20,7 @@ from collections.abc import Iterator
 
 from infra.aws.efa import efa_cards, instance_has_efa
 from infra.fit.check import FitContext, FitProblem, fit_rule
+from infra.karpenter.nodes import GPU_RESOURCE, instances_for_replicas_max, karpenter_pools, nodepool_limits
 
 SRC_EFA = ("https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html; NCCL without an EFA (libfabric) "
            "network plugin uses its socket transport (aws-ofi-nccl README)")
@@ -50,3 +55,40 @@ def reservation_type_mismatch(fit: FitContext) -> Iterator[FitProblem]:
             yield FitProblem("reservation-type-mismatch", p.name,
                              f"runs up to {p.instances_max} × {p.instance_type} on {p.capacity_reservation_id} "
                              f"({have}); re-plan with `llmcap plan STACK --write`", "llmcap plan (issue 28)")
+
+
+SRC_KARPENTER_LIMITS = ("Karpenter v1.14 concepts/nodepools.md spec.limits: the NodePool launches no node once its "
+                        "nodes' resources reach a limit (infra/karpenter/nodes.py nodepool_limits)")
+SRC_KARPENTER_EFA = ("Karpenter v1.14.1 pkg/providers/instance/instance.go getEFACountForInstance: EFA interfaces only "
+                     "when the pod requests vpc.amazonaws.com/efa or the EC2NodeClass lists networkInterfaces")
+
+
+@fit_rule("karpenter-limits")
+def karpenter_limits(fit: FitContext) -> Iterator[FitProblem]:
+    """A Karpenter pool's NodePool limits (GPUs, vCPUs) admit the nodes its replicas_max needs."""
+    for p in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
+        inst = fit.catalog.instances.get(p.instance_type)
+        if inst is None:
+            continue  # unknown type: the catalog rules report it
+        limits = nodepool_limits(p, inst.vcpus)
+        nodes = instances_for_replicas_max(p)
+        need = {GPU_RESOURCE: nodes * p.gpus_per_instance, "cpu": nodes * inst.vcpus}
+        short = [f"{k} {limits[k]} < {v}" for k, v in need.items() if int(limits[k]) < v]
+        if short:
+            yield FitProblem("karpenter-limits", p.name,
+                             f"NodePool limits admit {p.instances_max} × {p.instance_type} but replicas_max "
+                             f"{p.replicas_max} needs {nodes} nodes ({', '.join(short)}); re-plan with "
+                             "`llmcap plan STACK --write`", SRC_KARPENTER_LIMITS)
+
+
+@fit_rule("karpenter-multi-node-without-efa")
+def karpenter_multi_node(fit: FitContext) -> Iterator[FitProblem]:
+    """llmcap's EC2NodeClass lists no EFA networkInterfaces and its pods request no vpc.amazonaws.com/efa, so a
+    Karpenter node would come up without EFA: a multi-node pool is refused, as it is without EFA elsewhere."""
+    for p in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
+        if p.nodes_per_replica > 1:
+            yield FitProblem("karpenter-multi-node-without-efa", p.name,
+                             f"each replica spans {p.nodes_per_replica} nodes, and Karpenter nodes get no EFA "
+                             "interfaces from llmcap: NCCL would fall back to TCP sockets; set "
+                             "llmcap:deployment.provisioner: managed-node-groups (EFA interfaces, placement group)",
+                             SRC_KARPENTER_EFA)

@@ -51,6 +51,8 @@ class ServingContext:
     before_engine_s: float  # node boot, image pull (and the S3 sync) before the vLLM container starts, s
     # where the images come from (the pull-through cache or the user's registry; infra/config/registry.py)
     images: ImageRefs = field(default_factory=ImageRefs.upstream)
+    # on every serving pod; Karpenter's `karpenter.sh/do-not-disrupt` (infra/karpenter/nodes.py) with that provisioner
+    pod_annotations: dict[str, str] = field(default_factory=dict)
 
 
 def serve_args(pool: Pool, source: ModelSource, port: int, multi_node: MultiNode | None = None) -> list[str]:
@@ -242,6 +244,10 @@ def rolling_update(pool: Pool) -> dict[str, int]:
     return {"maxUnavailable": 0, "maxSurge": 1}
 
 
+def _pod_meta(labels: dict[str, str], ctx: ServingContext) -> dict[str, Any]:
+    return {"labels": labels, **({"annotations": dict(ctx.pod_annotations)} if ctx.pod_annotations else {})}
+
+
 def deployment(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
     """Single-node replicas. Rolling updates add one replica before removing one (maxSurge 1,
     maxUnavailable 0), so serving capacity never drops below the planned replicas."""
@@ -257,7 +263,7 @@ def deployment(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
             "replicas": pool.replicas,
             "selector": {"matchLabels": labels},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update(pool)},
-            "template": {"metadata": {"labels": pod_labels},
+            "template": {"metadata": _pod_meta(pod_labels, ctx),
                          "spec": _pod_spec(pool, ctx, args, serves_http=True, labels=labels)},
         },
     }
@@ -287,9 +293,9 @@ def leader_worker_set(pool: Pool, ctx: ServingContext) -> dict[str, Any]:
             "leaderWorkerTemplate": {
                 "size": n,
                 "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": {"metadata": {"labels": {**labels, ENDPOINT_LABEL: "true"}},
+                "leaderTemplate": {"metadata": _pod_meta({**labels, ENDPOINT_LABEL: "true"}, ctx),
                                    "spec": _pod_spec(pool, ctx, leader_args, serves_http=True, labels=labels)},
-                "workerTemplate": {"metadata": {"labels": dict(labels)},
+                "workerTemplate": {"metadata": _pod_meta(dict(labels), ctx),
                                    "spec": _pod_spec(pool, ctx, worker_args, serves_http=False, labels=labels)},
             },
         },

@@ -86,22 +86,26 @@ class ClusterAddonsArgs:
     after: list[pulumi.Resource] = field(default_factory=list)
     registry_host: pulumi.Input[str] | None = None  # the pull-through cache (infra/aws/ecr.py); None: chart defaults
     image_pins: ImagePins | None = None  # the locked digests (infra/config/image_lock.py), with registry_host
+    cluster_autoscaler: bool = True  # False when Karpenter launches every GPU pool (infra/karpenter/nodes.py)
 
 
 class ClusterAddons(pulumi.ComponentResource):
     load_balancer_controller: k8s.helm.v3.Release
-    cluster_autoscaler: k8s.helm.v3.Release
+    cluster_autoscaler: k8s.helm.v3.Release | None
 
     def __init__(self, name: str, args: ClusterAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{COMPONENT_PREFIX}ClusterAddons", name, None, opts)
         lbc_values = pulumi.Output.all(args.cluster_name, args.vpc_id, args.registry_host).apply(
             lambda a: load_balancer_controller_values(a[0], a[1], args.region, a[2], args.image_pins))
         self.load_balancer_controller = self._release(LOAD_BALANCER_CONTROLLER_CHART, lbc_values, args.after)
-        ca_values = pulumi.Output.all(args.cluster_name, args.registry_host).apply(
-            lambda a: cluster_autoscaler_values(a[0], args.region, a[1], args.image_pins))
-        self.cluster_autoscaler = self._release(CLUSTER_AUTOSCALER_CHART, ca_values, args.after)
-        self.register_outputs({"loadBalancerController": self.load_balancer_controller.status,
-                               "clusterAutoscaler": self.cluster_autoscaler.status})
+        self.cluster_autoscaler = None
+        outputs = {"loadBalancerController": self.load_balancer_controller.status}
+        if args.cluster_autoscaler:
+            ca_values = pulumi.Output.all(args.cluster_name, args.registry_host).apply(
+                lambda a: cluster_autoscaler_values(a[0], args.region, a[1], args.image_pins))
+            self.cluster_autoscaler = self._release(CLUSTER_AUTOSCALER_CHART, ca_values, args.after)
+            outputs["clusterAutoscaler"] = self.cluster_autoscaler.status
+        self.register_outputs(outputs)
 
     def _release(self, key: str, values: pulumi.Input[dict[str, Any]], after: list[pulumi.Resource]
                  ) -> k8s.helm.v3.Release:

@@ -20,6 +20,7 @@ from infra.config import settings
 from infra.config.image_lock import ImagePins
 from infra.config.names import (
     COMPONENT_PREFIX,
+    DO_NOT_DISRUPT,
     GPU_TAINT_KEY,
     ROLE_LABEL,
     WEIGHTS_LOADER_SERVICE_ACCOUNT,
@@ -187,7 +188,8 @@ class KubernetesApp(pulumi.ComponentResource):
                 images=images, queue_threshold=autoscaling.queue_threshold(plan, pool),
                 min_replicas=autoscaling.min_replicas(plan, pool),
                 weights_job=jobs[pool.vllm.model], device_plugin=addons["device"], namespace_ready=[ns_res],
-                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws")),
+                keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws"),
+                pod_annotations=dict(DO_NOT_DISRUPT) if d.provisioner == "karpenter" else {}),
                 part).workload)
 
         router = Router(f"{name}-router", RouterArgs(

@@ -5,7 +5,7 @@ build them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
@@ -41,6 +41,7 @@ class ServingPoolArgs:
     metrics: pulumi.Resource
     leader_worker_set: pulumi.Resource | None = None
     min_replicas: int | None = None  # KEDA's floor from a trace plan (autoscaling.min_replicas); None = replicas
+    pod_annotations: dict[str, str] = field(default_factory=dict)  # on every serving pod (serving.ServingContext)
 
 
 class ServingPool(apply.MovedOutOfApp):
@@ -52,7 +53,8 @@ class ServingPool(apply.MovedOutOfApp):
             source, sync = weights.weights_access(weights.WeightsLocation(b, args.weights_prefix), args.region,
                                                   args.weights_mode, refs.aws_cli)
             ctx = serving.ServingContext(ns, args.service_account_name, args.region, args.weights_mode, source,
-                                         sync, args.before_engine_s, images=refs)
+                                         sync, args.before_engine_s, images=refs,
+                                         pod_annotations=args.pod_annotations)
             return serving.workload(pool, ctx)
 
         shape = build("bucket", ImageRefs.upstream())  # kind and metadata depend on neither

@@ -26,6 +26,7 @@ def registry() -> dict[str, PriceFn]:
         eip,
         eks_cluster,
         eks_node_group,
+        karpenter_node_pool,
         launch_template,
         load_balancer,
         nat_gateway,
@@ -33,8 +34,8 @@ def registry() -> dict[str, PriceFn]:
     )
 
     out: dict[str, PriceFn] = {}
-    for mod in (eks_cluster, eks_node_group, launch_template, nat_gateway, eip, load_balancer, ebs_volume,
-                s3_bucket, cloudwatch_log_group):
+    for mod in (eks_cluster, eks_node_group, karpenter_node_pool, launch_template, nat_gateway, eip, load_balancer,
+                ebs_volume, s3_bucket, cloudwatch_log_group):
         for t in mod.RESOURCE_TYPES:
             out[t] = mod.price
     return out
@@ -78,10 +79,11 @@ def load_resources(path: Path) -> list[Resource]:
 def price_resources(resources: list[Resource], ctx: PricingContext) -> list[CostLine]:
     """Cost lines for every billable resource; unknown billable types show as not priced."""
     from sizing.cost.resources.free import is_free
+    from sizing.cost.resources.karpenter_node_pool import nodes_using_node_classes
     from sizing.cost.resources.launch_template import instance_types_from_templates, nodes_using_templates
 
     reg = registry()
-    ctx = replace(ctx, template_nodes=nodes_using_templates(resources),
+    ctx = replace(ctx, template_nodes={**nodes_using_templates(resources), **nodes_using_node_classes(resources)},
                   group_instance_types=instance_types_from_templates(resources))
     lines: list[CostLine] = []
     for r in resources:

@@ -6,6 +6,7 @@ from __future__ import annotations
 FREE_PREFIXES = ("pulumi:", "kubernetes:", "random:", "tls:", "llmcap:")  # not billed by AWS directly
 FREE_TYPES = frozenset({
     "aws:autoscaling/tag:Tag",  # a tag on an Auto Scaling group
+    "aws:ec2/tag:Tag",  # a tag on an EC2 resource (Karpenter's discovery tags on subnets and a security group)
     "aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet", "aws:ec2/routeTable:RouteTable", "aws:ec2/route:Route",
     "aws:ec2/routeTableAssociation:RouteTableAssociation", "aws:ec2/internetGateway:InternetGateway",
     "aws:ec2/securityGroup:SecurityGroup", "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",

@@ -17,7 +17,10 @@ import re
 from sizing.cost.resources.base import PricingContext, Resource, num, platform_price
 from sizing.plan import CostLine
 
-RESOURCE_TYPES = ("aws:ec2/launchTemplate:LaunchTemplate",)
+# a Karpenter EC2NodeClass declares its nodes' volumes the same way (spec.blockDeviceMappings, volumeSize a
+# quantity such as 30Gi); its node count is on the NodePools using it (karpenter_node_pool.nodes_using_node_classes)
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+RESOURCE_TYPES = ("aws:ec2/launchTemplate:LaunchTemplate", NODE_CLASS)
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 GB_PER_GIB = 2**30 / 1e9
 _SUFFIX = re.compile(r"-[0-9a-f]{7,}$")
@@ -58,9 +61,17 @@ def instance_types_from_templates(resources: list[Resource]) -> dict[str, str]:
     return out
 
 
+def _gib(v: object) -> float | None:
+    """A volume size in GiB: a number (launch template) or a Kubernetes quantity in Gi (EC2NodeClass)."""
+    if isinstance(v, str) and v.endswith("Gi") and v[:-2].isdigit():
+        return float(v[:-2])
+    return num(v)
+
+
 def price(r: Resource, ctx: PricingContext) -> list[CostLine]:
-    vols = [(m.get("ebs") or {}) for m in r.inputs.get("blockDeviceMappings") or [] if isinstance(m, dict)]
-    sizes = [(num(v.get("volumeSize")), str(v.get("volumeType") or "")) for v in vols]
+    where = (r.inputs.get("spec") or {}) if r.type == NODE_CLASS else r.inputs
+    vols = [(m.get("ebs") or {}) for m in where.get("blockDeviceMappings") or [] if isinstance(m, dict)]
+    sizes = [(_gib(v.get("volumeSize")), str(v.get("volumeType") or "")) for v in vols]
     if not sizes:
         return []
     gib = sum(s for s, _ in sizes if s is not None)
