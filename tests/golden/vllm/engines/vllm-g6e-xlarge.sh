@@ -7,10 +7,10 @@ vllm serve \
     --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
     --max-model-len 8192 \
-    --max-num-seqs 173 \
+    --max-num-seqs 157 \
     --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
     --enable-prefix-caching \
-    --quantization awq_marlin
+    --quantization fp8_per_tensor

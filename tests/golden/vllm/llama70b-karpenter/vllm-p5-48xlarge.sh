@@ -13,4 +13,4 @@ vllm serve \
     --kv-cache-dtype auto \
     --dtype auto \
     --enable-prefix-caching \
-    --quantization fp8
+    --quantization fp8_per_tensor

@@ -1,6 +1,6 @@
 # Deployment vllm-p4de-24xlarge, container vllm
 vllm serve \
-    /models/model \
+    s3://llmcap-scaleup-a100-weights-a0e14704/models/meta-llama/Meta-Llama-3-8B-Instruct/ \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3-8b-instruct \
@@ -12,4 +12,5 @@ vllm serve \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
-    --enable-prefix-caching
+    --enable-prefix-caching \
+    --load-format runai_streamer

@@ -7,11 +7,11 @@ python3 -m sglang.launch_server \
     --served-model-name llama-3-8b-instruct \
     --tp 1 \
     --context-length 8192 \
-    --max-running-requests 177 \
+    --max-running-requests 161 \
     --chunked-prefill-size 8192 \
     --mem-fraction-static 0.88 \
     --kv-cache-dtype auto \
     --dtype auto \
     --schedule-policy fcfs \
     --enable-metrics \
-    --quantization awq_marlin
+    --quantization fp8
