@@ -404,9 +404,9 @@ def run_cases(tmp: Path, seed: int, n: int, progress: Callable[[int], None] | No
                         break
                     current_plan = out
                 elif command == "render":
+                    # a refused render (exit 2, e.g. no image lock and no allow_unpinned_images) is an answer too;
+                    # the plan is still diffed against the previous one
                     t.rendered += 1
-                    if code != 0:
-                        break
                 elif command == "diff":
                     t.diffed += 1
                 elif code != 0:

@@ -56,7 +56,8 @@ def test_an_engine_without_a_feasible_plan_is_listed_with_why() -> None:
 
 
 def test_no_engine_feasible_raises_the_first_engines_reasons() -> None:
-    stack = load_stack(ROOT / "stacks" / "Pulumi.engines.yaml", ["workload.slo.itl_p95_ms=0.5"])
+    # above the engine-step floor
+    stack = load_stack(ROOT / "stacks" / "Pulumi.engines.yaml", ["workload.slo.itl_p95_ms=2.2"])
     with pytest.raises(NoFeasiblePlanError):
         plan_stack(replace(stack), goodput_scale=None)
 

@@ -46,6 +46,7 @@ def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> No
 
     stack = load_stack(ROOT / "stacks" / "Pulumi.dev.yaml")
     plan = plan_stack(stack, catalog())
+    secrets = Secrets(api_key="k", hf_token="hf_" + "t" * 34)  # dev serves a gated checkpoint: both are set
 
     @fit_rule("test-always-fails")
     def always(ctx):  # type: ignore[no-untyped-def]
@@ -61,13 +62,13 @@ def test_program_raises_before_any_resource_when_a_rule_fails(monkeypatch) -> No
     monkeypatch.setattr(infra.render, "RecordingMocks", Recording)
     try:
         with pytest.raises(NotDeployable) as exc:
-            run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k"), h_pins()))
+            run_mocked(stack, lambda: build_program(stack, plan, catalog(), secrets, h_pins()))
     finally:
         RULES.pop("test-always-fails", None)
     assert "[test-always-fails]" in exc.value.problems[-1]
     assert len(engines) == 1 and engines[0].resources == []
     # and the same program with the rule gone registers resources (the check above can fail)
-    run_mocked(stack, lambda: build_program(stack, plan, catalog(), Secrets(api_key="k"), h_pins()))
+    run_mocked(stack, lambda: build_program(stack, plan, catalog(), secrets, h_pins()))
     assert engines[1].resources
 
 

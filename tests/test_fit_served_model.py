@@ -35,11 +35,12 @@ def _pod(objs: list[dict[str, Any]], pool_name: str) -> dict[str, Any]:
     return w["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]  # type: ignore[no-any-return]
 
 
-def test_dev_copies_and_serves_the_awq_checkpoint_it_plans() -> None:
-    result, _ = rendered("dev")
+def test_a_stack_copies_and_serves_the_awq_checkpoint_it_plans() -> None:
+    # scaleout-l4 plans int4-AWQ (dev ties it with FP8 and takes the higher precision since issue 27)
+    result, _ = rendered("scaleout-l4")
     pool = result.plan.pools[0]
-    assert pool.vllm.model != result.plan.model  # the premise: dev serves a pre-quantized checkpoint
-    objs = objects("dev")
+    assert pool.vllm.model != result.plan.model  # the premise: it serves a pre-quantized checkpoint
+    objs = objects("scaleout-l4")
     jobs = _jobs(objs)
     assert [_downloaded(j) for j in jobs] == [pool.vllm.model]
     upload = jobs[0]["spec"]["template"]["spec"]["containers"][0]["command"]

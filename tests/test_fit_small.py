@@ -24,7 +24,7 @@ def test_copy_job_pins_the_checkpoint_revision() -> None:
 
 
 def test_unpinned_checkpoint_is_a_plan_warning() -> None:
-    result, _ = rendered("dev")  # casperhansen/llama-3-8b-instruct-awq: no recorded revision
+    result, _ = rendered("scaleout-l4")  # casperhansen/llama-3-8b-instruct-awq: no recorded revision
     assert result.plan.pools[0].checkpoint_revision is None
     assert any("revision" in w and result.plan.pools[0].vllm.model in w for w in result.plan.warnings)
 

@@ -423,7 +423,8 @@ def test_main_reads_config_validates_plans_and_builds(tmp_path: Path, monkeypatc
     config_set_path(stack_file, "llmcap:deployment.docker_hub_credential_arn", DEPLOYABLE["docker_hub_credential_arn"])
     code, out = cli(clone, monkeypatch, ["plan", "stacks/Pulumi.dev.yaml", "--write"])
     assert code == 0, out
-    resources, _ = h.run_program_file(clone, "dev", {"llmcap:api_key": "k"})
+    # the README cloud block sets both secrets (dev serves a gated Meta checkpoint: the fit check needs the token)
+    resources, _ = h.run_program_file(clone, "dev", {"llmcap:api_key": "k", "llmcap:hf_token": "hf_" + "t" * 34})
     gpu_groups = [r for r in resources if r.type == h.NODE_GROUP and r.inputs.get("taints")]
     assert gpu_groups and all(r.inputs["amiType"].endswith("NVIDIA") for r in gpu_groups)
 

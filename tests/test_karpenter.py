@@ -15,9 +15,10 @@ import pytest
 from pydantic import ValidationError
 
 from infra.aws.nodegroups import GPU_RESOURCE, gpu_labels
+from infra.config.names import DO_NOT_DISRUPT
 from infra.config.platform import load_platform
 from infra.config.settings import chart
-from infra.fit import FitContext, check_deployable
+from infra.fit.check import FitContext, check_deployable
 from infra.karpenter import nodes as karpenter
 from sizing.deployment import DeploymentOptions
 from sizing.planning.planner import plan_stack
@@ -129,8 +130,8 @@ def test_serving_pods_are_never_disrupted_by_karpenter_only_with_karpenter() -> 
         res = h.bundled(name)
         return [r.inputs["spec"]["template"]["metadata"].get("annotations", {})
                 for r in res.of_type("kubernetes:apps/v1:Deployment") if r.name.startswith("deployment-vllm-")]
-    assert annotations("llama70b-karpenter") == [karpenter.DO_NOT_DISRUPT] * 2
-    assert all(karpenter.DO_NOT_DISRUPT.keys().isdisjoint(a) for a in annotations("llama70b-block"))
+    assert annotations("llama70b-karpenter") == [DO_NOT_DISRUPT] * 2
+    assert all(DO_NOT_DISRUPT.keys().isdisjoint(a) for a in annotations("llama70b-block"))
 
 
 @pytest.mark.parametrize("kind", ["NodePool", "EC2NodeClass"])

@@ -80,7 +80,9 @@ def test_rules_saw_what_they_guard(stack_resources: tuple[str, list[Res]]) -> No
     stack, resources = stack_resources
     gpu_groups = [r for r in resources if r.type == rules.NODE_GROUP and rules.is_gpu_node_group(r.props)]
     system_groups = [r for r in resources if r.type == rules.NODE_GROUP and not rules.is_gpu_node_group(r.props)]
-    assert gpu_groups and system_groups, stack
+    # with provisioner: karpenter the GPU nodes come from NodePools, not managed node groups
+    node_pools = [r for r in resources if r.type == "kubernetes:karpenter.sh/v1:NodePool"]
+    assert (gpu_groups or node_pools) and system_groups, stack
     assert [r for r in resources if r.type == rules.LAUNCH_TEMPLATE], stack
     assert [r for r in resources if r.type in rules.BUCKETS], stack
     assert [r for r in resources if rules.load_balancer_scheme(r.props) and r.type == rules.SERVICE], stack

@@ -594,6 +594,7 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     3-year Compute Savings Plan rates (savingsplans:DescribeSavingsPlansOfferingRates, a separate permission).
     `capacity_blocks`: instance types whose Capacity Block rate to read (DescribeCapacityBlockOfferings)."""
     out = out_dir or USER_CACHE_DIR
+    refuse_foreign_directory(out.absolute())  # before the lock file is made beside it
     with cache_lock(out):  # read the cache, fetch, merge and write as one step: no refresh reverts another's
         return _refresh_locked(regions, out, clients, catalog, today, allow_shrink, now, savings_plans,
                                tuple(capacity_blocks))
@@ -699,6 +700,16 @@ def _exchange(a: Path, b: Path) -> bool:
     return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
 
 
+def refuse_foreign_directory(out: Path) -> None:
+    """Never swap away (or leave a lock file beside) a directory that is not a catalog (--out . or --out ~):
+    one AwsDataError naming what it holds."""
+    if out.is_dir() and not out.is_symlink():
+        foreign = sorted(f.name for f in out.iterdir() if not (f.is_file() and f.name.endswith(".csv")))
+        if foreign:
+            raise AwsDataError(f"{out} is not a catalog directory (it holds {', '.join(foreign[:3])}); "
+                               "give a new directory or one that holds only catalog CSV files")
+
+
 def write_generation(out: Path, tables: dict[str, tuple[list[str], list[dict[str, str]]]]) -> Path:
     """Write `tables` as a new generation directory beside `out` and make `out` a symlink to it in one
     rename, so a reader sees the old generation or the new one whole, never a mix or a truncated file.
@@ -707,11 +718,7 @@ def write_generation(out: Path, tables: dict[str, tuple[list[str], list[dict[str
     The previous generation is kept (a reader that resolved it still reads it whole); older ones are
     removed. Any failure removes what was written and leaves `out` as it was (AwsDataError for OSError)."""
     out = out.absolute()
-    if out.is_dir() and not out.is_symlink():
-        foreign = sorted(f.name for f in out.iterdir() if not (f.is_file() and f.name.endswith(".csv")))
-        if foreign:  # never swap away a directory that is not a catalog (--out . or --out ~)
-            raise AwsDataError(f"{out} is not a catalog directory (it holds {', '.join(foreign[:3])}); "
-                               "give a new directory or one that holds only catalog CSV files")
+    refuse_foreign_directory(out)
     parent = out.parent
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{os.getpid()}"
     tmp = parent / f".{out.name}.new-{stamp}"
