@@ -136,6 +136,20 @@ def test_summary_and_cost_are_the_stacks_plan(out: Path, design: dict) -> None: 
     assert [r[2] for r in lines] == [money(c.usd_per_month) for c in p.cost_lines]
 
 
+def test_purchase_options_and_request_classes_are_the_plans(out: Path) -> None:
+    """The cost section carries the plan's own fleet under each way of paying (issue 28's purchase_options, each
+    rate with its source and date) and the requirements its request classes with their predicted percentiles
+    (issue 33), as `llmcap plan` prints them: formatted once, by sizing.report.plan_views."""
+    from sizing.report.plan_views import class_rows, purchase_rows
+
+    p = plan_for(DEV)
+    tables = parse((out / "design.html").read_text()).tables
+    paying = tables["The planned fleet under each way of paying (each rate with its source and date)"][1:]
+    assert paying == purchase_rows(p) and any(r[0] == "on-demand" for r in paying)
+    classes = tables["Request classes: targets and the planned fleet's predicted percentiles"][1:]
+    assert classes == class_rows(p) and len(classes) == len(p.classes) >= 1
+
+
 def test_html_loads_nothing_from_the_network(out: Path) -> None:
     html = (out / "design.html").read_text()
     assert external_loads(html) == []

@@ -110,7 +110,15 @@ def requirements(d: DesignInputs) -> Section:
         ["budget", money(p.budget_usd_month) + "/month all-in" if p.budget_usd_month is not None else "not set"],
         ["stack file", d.stack_file],
     ]
-    return Section("requirements", "Requirements", [Table(["requirement", "value"], rows)])
+    blocks: list[Para | Table | Bullets] = [Table(["requirement", "value"], rows)]
+    if d.text.traffic_lines:
+        blocks.append(Bullets(list(d.text.traffic_lines)))
+    if d.text.class_rows:
+        blocks.append(Table(d.text.class_headers, d.text.class_rows,
+                            caption="Request classes: targets and the planned fleet's predicted percentiles"))
+    if d.text.engine_rows:
+        blocks.append(Table(d.text.engine_headers, d.text.engine_rows, caption="Best plan of each engine allowed"))
+    return Section("requirements", "Requirements", list(blocks))
 
 
 def capacity(d: DesignInputs) -> Section:
@@ -219,6 +227,9 @@ def cost(d: DesignInputs) -> Section:
         Table(["purchase", "deployment", "GPUs", "$/month", "$/1M out"], purchase,
               caption="Purchase options (the stack planned at each)"),
     ]
+    if d.text.purchase_rows:
+        blocks.append(Table(d.text.purchase_headers, d.text.purchase_rows,
+                            caption="The planned fleet under each way of paying (each rate with its source and date)"))
     if p.api_comparison:
         blocks += [Table(d.text.api_headers, d.text.api_rows, caption="Hosted APIs for the same traffic"),
                    Table(["provider", "model", "break-even volume (self-hosting costs the same)"], be,

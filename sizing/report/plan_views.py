@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sizing.cost.money import HOURS_PER_MONTH
@@ -376,10 +376,21 @@ class PlanText:
     api_rows: list[list[str]]
     redundancy_lines: list[str]
     cold_start_lines: list[str]
+    purchase_headers: list[str] = field(default_factory=list)
+    purchase_rows: list[list[str]] = field(default_factory=list)  # the plan's fleet under each purchase option
+    class_headers: list[str] = field(default_factory=list)
+    class_rows: list[list[str]] = field(default_factory=list)  # per request class: targets and percentiles
+    traffic_lines: list[str] = field(default_factory=list)  # what a trace says, and the replayed fleet
+    engine_headers: list[str] = field(default_factory=list)
+    engine_rows: list[list[str]] = field(default_factory=list)  # the best plan of each engine allowed
 
 
 def plan_text(plan: Plan) -> PlanText:
     return PlanText(headline=headline(plan), pool_headers=pool_headers(plan), pool_rows=pool_rows(plan),
                     totals_rows=totals_rows(plan), api_headers=API_HEADERS, api_rows=api_rows(plan),
                     redundancy_lines=[redundancy_line(p) for p in plan.pools],
-                    cold_start_lines=[cold_start_line(plan, p) for p in plan.pools])
+                    cold_start_lines=[cold_start_line(plan, p) for p in plan.pools],
+                    purchase_headers=PURCHASE_HEADERS, purchase_rows=purchase_rows(plan),
+                    class_headers=CLASS_HEADERS, class_rows=class_rows(plan),
+                    traffic_lines=[*trace_lines(plan), *fleet_lines(plan)],
+                    engine_headers=ENGINE_HEADERS, engine_rows=engine_rows(plan))
