@@ -21,6 +21,7 @@ import pulumi  # noqa: E402
 
 from infra.config.image_lock import resolve_pins  # noqa: E402
 from infra.fit.check import NotDeployable  # noqa: E402
+from infra.kubernetes.engines import pulled_image_keys  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog.weights_source import require_weights_source  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
@@ -75,7 +76,8 @@ def main() -> None:
         plan, catalog = saved.plan, PinnedCatalog(saved.pinned)
         require_weights_source(catalog, stack.workload.model, stack.workload.weights_source)
         # the image digests, from the lock beside the stack file (stacks/images.lock.json)
-        pins = resolve_pins(config_file, stack.deployment.allow_unpinned_images)
+        pins = resolve_pins(config_file, stack.deployment.allow_unpinned_images,
+                            pulled_image_keys(plan, stack.deployment.provisioner))
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
     for line in (pins.warning(), pins.charts_note()):

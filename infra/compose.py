@@ -93,7 +93,7 @@ def vllm_command(pool: Pool) -> list[str]:
     return args
 
 
-COMPOSE_IMAGES = ("vllm", "prometheus")  # the images the compose target runs
+COMPOSE_IMAGES = ("vllm", "sglang", "prometheus")  # the images the compose target may run (its pools' engine)
 
 
 def build(plan: Plan, pins: ImagePins) -> ComposeFiles:

@@ -29,11 +29,11 @@ from infra.config.names import (
 from infra.config.platform import load_platform
 from infra.config.registry import upstreams_needed
 from infra.fit.check import FitContext, NotDeployable, check_deployable
-from infra.karpenter.controller import CHART as KARPENTER_CHART
 from infra.karpenter.controller import Karpenter, KarpenterArgs
 from infra.karpenter.nodes import karpenter_pools
 from infra.kubernetes.components.addons import ClusterAddons, ClusterAddonsArgs
 from infra.kubernetes.components.kubernetes_app import KubernetesApp, KubernetesAppArgs
+from infra.kubernetes.engines import pulled_image_keys
 
 if TYPE_CHECKING:
     from infra.config.image_lock import ImagePins
@@ -128,8 +128,9 @@ def build_program(stack: Stack, plan: Plan, catalog: Catalog, secrets: Secrets, 
     # Karpenter's pools get a NodePool instead of a managed node group (infra/karpenter/nodes.py)
     on_karpenter = karpenter_pools(d.provisioner, plan.pools)
     # every image llmcap sets comes through the account's ECR pull-through cache (or the user's registry)
-    chart_upstreams = [img.registry for key in settings.chart_keys() if (key != KARPENTER_CHART or on_karpenter)
-                       and (img := settings.chart_image_pin(key))]
+    charts = set(settings.chart_keys())
+    chart_upstreams = [img.registry for key in pulled_image_keys(plan, d.provisioner)
+                       if key in charts and (img := settings.chart_image_pin(key))]
     cache = PullThroughCache(name, PullThroughCacheArgs(
         region=plan.region, deployment=d, upstreams=[*upstreams_needed(), *chart_upstreams],
         node_role_name=cluster.node_role.name), opts=pulumi.ResourceOptions(parent=cluster))

@@ -228,6 +228,39 @@ def test_the_opt_out_deploys_tags_and_says_so(project: Path) -> None:
     assert "llmcap images lock" in pins.warning()
 
 
+def test_only_the_images_a_stack_pulls_count(project: Path) -> None:
+    """A vLLM stack on managed node groups pulls no SGLang, Karpenter or LeaderWorkerSet image: the warning does
+    not name them, and a lock missing only their digests does not refuse it; a multi-node stack pulls LWS's."""
+    from infra.kubernetes.engines import pulled_image_keys
+    from sizing.planning.saved_plan import read_saved_plan, saved_plan_path
+
+    def plan_of(name: str):  # type: ignore[no-untyped-def]
+        st = load_stack(project / "stacks" / f"Pulumi.{name}.yaml")
+        path = project / "stacks" / f"Pulumi.{name}.yaml"
+        return st, read_saved_plan(saved_plan_path(path), path.as_posix()).plan
+
+    dev_stack, dev = plan_of("dev")
+    pulled = pulled_image_keys(dev, dev_stack.deployment.provisioner)
+    assert "vllm" in pulled and "router" in pulled and "cluster_autoscaler" in pulled
+    assert not {"sglang", "karpenter", "leaderworkerset"} & set(pulled)
+    (project / "stacks" / "images.lock.json").unlink(missing_ok=True)
+    warning = resolve_pins(project / "stacks" / "Pulumi.dev.yaml", allow_unpinned=True, pulled=pulled).warning()
+    assert "vllm" in warning and "sglang" not in warning and "karpenter" not in warning
+    lock_file = project / "stacks" / "images.lock.json"
+    fake_lock(lock_file)
+    doc = json.loads(lock_file.read_text())
+    for unused in ("sglang", "karpenter", "leaderworkerset"):
+        doc["images"].pop(unused, None)
+    lock_file.write_text(json.dumps(doc))
+    pins = resolve_pins(project / "stacks" / "Pulumi.dev.yaml", allow_unpinned=False, pulled=pulled)
+    assert pins.unpinned == () and pins.warning() == ""
+    big_stack, big = plan_of("llama405b")
+    assert "leaderworkerset" in pulled_image_keys(big, big_stack.deployment.provisioner)
+    with pytest.raises(Exception, match="leaderworkerset"):
+        resolve_pins(project / "stacks" / "Pulumi.llama405b.yaml", allow_unpinned=False,
+                     pulled=pulled_image_keys(big, big_stack.deployment.provisioner))
+
+
 def test_a_lock_for_another_tag_is_not_used(project: Path) -> None:
     lock_file = project / "stacks" / "images.lock.json"
     fake_lock(lock_file)

@@ -15,7 +15,8 @@ from sizing.traffic.reader import read_trace
 from sizing.traffic.stats import trace_stats
 
 TRACES = Path(__file__).parent / "data" / "traces"
-SHARED = Path("/work/shared/traces")  # where the project keeps ../shared (skipped elsewhere)
+# the project's shared/ beside the checkout, when it is there (the match test is skipped elsewhere)
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 BUNDLED = ("azure2023_code.csv", "azure2023_conv.csv", "mooncake_conversation.jsonl", "mooncake_synthetic.jsonl")
 
 

@@ -137,12 +137,15 @@ def locked_digests(lock: ImageLock | None) -> tuple[dict[str, str], list[str]]:
     return digests, missing
 
 
-def resolve_pins(stack_file: str | Path, allow_unpinned: bool) -> ImagePins:
+def resolve_pins(stack_file: str | Path, allow_unpinned: bool, pulled: tuple[str, ...] | None = None) -> ImagePins:
     """The digests the stack deploys, from the lock beside its stack file; one line when an image has
-    none (no lock, or a lock for another tag) and the stack has not opted out."""
+    none (no lock, or a lock for another tag) and the stack has not opted out. `pulled`: the image keys this
+    stack's cluster really pulls (infra/kubernetes/engines.py pulled_image_keys); only those count as unpinned,
+    so neither the refusal nor the warning names an image the stack never runs (None: every image)."""
     path = lock_path(stack_file)
     shown = path.as_posix()
     digests, missing = locked_digests(read_lock(path))
+    missing = [k for k in missing if pulled is None or k in pulled]
     if missing and not allow_unpinned:
         why = "no image lock" if not path.exists() else f"no digest for today's pin of {', '.join(missing)}"
         raise ImageLockError(f"{shown}: {why}: run llmcap images lock {Path(stack_file).as_posix()} where the "

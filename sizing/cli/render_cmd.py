@@ -85,20 +85,25 @@ def render(
     from sizing.catalog.weights_source import require_weights_source
 
     require_weights_source(cat, stack.workload.model, stack.workload.weights_source)
-    from infra.config.image_lock import resolve_pins
-
     # the image digests from the lock beside the stack file, or one line naming `llmcap images lock`
-    pins = resolve_pins(stack_file, stack.deployment.allow_unpinned_images)
+    from infra.compose import COMPOSE_IMAGES
+    from infra.config.image_lock import resolve_pins
+    from infra.kubernetes.engines import images_in_use, pulled_image_keys
+
+    # only the images this target pulls count (the compose server runs its pools' engine and Prometheus)
+    pulled = (tuple(images_in_use(plan, COMPOSE_IMAGES)) if target == "compose"
+              else pulled_image_keys(plan, stack.deployment.provisioner))
+    pins = resolve_pins(stack_file, stack.deployment.allow_unpinned_images, pulled)
     if warning:  # only once the stack is renderable: an error stays one line
         typer.echo(warning, err=True)
     if target == "compose":
-        from infra.compose import COMPOSE_IMAGES, ComposeTargetError, write_compose
+        from infra.compose import ComposeTargetError, write_compose
 
         try:
             written, note = render_into(out, stack.name, target, lambda d: write_compose(plan, d, pins))
         except ComposeTargetError as e:
             raise SpecError(str(e)) from None
-        _report(which, note, written, pins.warning(COMPOSE_IMAGES))
+        _report(which, note, written, pins.warning())
         return
 
     from infra.fit.check import FitContext, NotDeployable, check_deployable, print_fit_table

@@ -31,7 +31,7 @@ from sizing.errors import SpecError
 TraceFormat = Literal["auto", "azure2023", "mooncake", "csv", "jsonl"]
 FORMATS: tuple[str, ...] = ("auto", "azure2023", "mooncake", "csv", "jsonl")
 # Mooncake's traces hash prompts in blocks of 512 tokens (kvcache-ai/Mooncake FAST25-release/traces,
-# README of ../shared/traces: "remapped prefix-block hashes, 512 tokens a block")
+# its README, vendored as tests/data/traces/README.md: "remapped prefix-block hashes, 512 tokens a block")
 MOONCAKE_BLOCK_TOKENS = 512
 MAX_TRACE_BYTES = 256 * 1024 * 1024  # the largest trace read (bytes); a day of a busy gateway fits
 MAX_TRACE_REQUESTS = 2_000_000  # most requests one trace may hold
