@@ -21,7 +21,7 @@ import pulumi  # noqa: E402
 
 from infra.config.image_lock import resolve_pins  # noqa: E402
 from infra.fit.check import NotDeployable  # noqa: E402
-from infra.kubernetes.engines import pulled_image_keys  # noqa: E402
+from infra.kubernetes.pulled_images import pulled_image_keys  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog.weights_source import require_weights_source  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402

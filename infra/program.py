@@ -33,7 +33,7 @@ from infra.karpenter.controller import Karpenter, KarpenterArgs
 from infra.karpenter.nodes import karpenter_pools
 from infra.kubernetes.components.addons import ClusterAddons, ClusterAddonsArgs
 from infra.kubernetes.components.kubernetes_app import KubernetesApp, KubernetesAppArgs
-from infra.kubernetes.engines import pulled_image_keys
+from infra.kubernetes.pulled_images import pulled_image_keys
 
 if TYPE_CHECKING:
     from infra.config.image_lock import ImagePins

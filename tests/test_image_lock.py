@@ -231,7 +231,7 @@ def test_the_opt_out_deploys_tags_and_says_so(project: Path) -> None:
 def test_only_the_images_a_stack_pulls_count(project: Path) -> None:
     """A vLLM stack on managed node groups pulls no SGLang, Karpenter or LeaderWorkerSet image: the warning does
     not name them, and a lock missing only their digests does not refuse it; a multi-node stack pulls LWS's."""
-    from infra.kubernetes.engines import pulled_image_keys
+    from infra.kubernetes.pulled_images import pulled_image_keys
     from sizing.planning.saved_plan import read_saved_plan, saved_plan_path
 
     def plan_of(name: str):  # type: ignore[no-untyped-def]

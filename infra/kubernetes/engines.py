@@ -65,20 +65,5 @@ def images_in_use(plan: Plan, cluster_images: tuple[str, ...]) -> list[str]:
     return [k for k in cluster_images if k not in engine_keys or k in used]
 
 
-def pulled_image_keys(plan: Plan, provisioner: str) -> tuple[str, ...]:
-    """The image keys (infra/config/image_lock.py deployed_images) this plan's cluster really pulls: llmcap's own
-    (images_in_use) and the pinned images of the charts it installs, so a warning or the fit table names no
-    image the stack never runs."""
-    from infra.config import settings
-    from infra.config.registry import CLUSTER_IMAGES
-
-    # the charts installed only under a condition; every other chart with a pinned image is on every cluster
-    installed = {"leaderworkerset": any(p.nodes_per_replica > 1 for p in plan.pools),  # kubernetes_app.py: LWS
-                 "karpenter": provisioner == "karpenter",  # infra/program.py: Karpenter
-                 "cluster_autoscaler": provisioner != "karpenter"}  # program.py: only for managed node groups
-    charts = [k for k in settings.chart_keys() if settings.chart_image_pin(k) is not None and installed.get(k, True)]
-    return (*images_in_use(plan, CLUSTER_IMAGES), *charts)
-
-
 def image_of(pool: Pool, images: ImageRefs) -> str:
     return str(getattr(images, engine_of(pool).image_key))

@@ -88,7 +88,8 @@ def render(
     # the image digests from the lock beside the stack file, or one line naming `llmcap images lock`
     from infra.compose import COMPOSE_IMAGES
     from infra.config.image_lock import resolve_pins
-    from infra.kubernetes.engines import images_in_use, pulled_image_keys
+    from infra.kubernetes.engines import images_in_use
+    from infra.kubernetes.pulled_images import pulled_image_keys
 
     # only the images this target pulls count (the compose server runs its pools' engine and Prometheus)
     pulled = (tuple(images_in_use(plan, COMPOSE_IMAGES)) if target == "compose"
