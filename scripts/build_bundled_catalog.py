@@ -189,6 +189,24 @@ def copy_as_is(ref: Path, src: str, dst: str) -> None:
     _write(dst, list(rows[0].keys()), rows)
 
 
+PLATFORM_EXTRA = ROOT / "scripts" / "data" / "platform_prices_extra.csv"
+
+
+def build_platform_prices(ref: Path) -> None:
+    """platform_prices.csv: the reference's us-east-1 unit prices (storage_and_misc.csv) with llmcap's curated
+    additions (scripts/data/platform_prices_extra.csv, each row with its source): a row for region `*` (a price
+    AWS charges alike in every commercial region) replaces the reference's row of that item; other rows
+    (another region's price, an item the reference lacks) are added."""
+    rows = _read(ref / "storage_and_misc.csv")
+    extra = _read(PLATFORM_EXTRA)
+    everywhere = {r["item"] for r in extra if r["region"] == "*"}
+    out = [r for r in rows if r["item"] not in everywhere]
+    for r in extra:
+        i = next((n for n, o in enumerate(rows) if o["item"] == r["item"]), None)
+        out.insert(min(i, len(out)) if r["region"] == "*" and i is not None else len(out), r)
+    _write("platform_prices.csv", list(rows[0].keys()), out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
@@ -200,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     build_efa_network_cards(types)
     copy_as_is(args.reference, "models.csv", "models.csv")
     copy_as_is(args.reference, "api_prices.csv", "api_prices.csv")
-    copy_as_is(args.reference, "storage_and_misc.csv", "platform_prices.csv")
+    build_platform_prices(args.reference)
     return 0
 
 

@@ -63,15 +63,15 @@ def test_priced_from_the_catalog(tmp_path: Path) -> None:
     price = cat.price("g6.12xlarge", "us-east-1", "on-demand")
     assert price is not None
     assert gpu.quantity == 3 and gpu.usd_per_month == pytest.approx(3 * price.usd_per_hour * HOURS_PER_MONTH, abs=0.01)
-    eks = cat.platform_prices["EKS control plane (standard support)"].usd
+    eks = cat.platform_price("EKS control plane (standard support)", "us-east-1").usd
     assert lines["EKS control plane"].usd_per_month == pytest.approx(eks * HOURS_PER_MONTH)
-    nat = cat.platform_prices["NAT gateway hourly"].usd
+    nat = cat.platform_price("NAT gateway hourly", "us-east-1").usd
     assert lines["NAT gateways"].usd_per_month == pytest.approx(nat * HOURS_PER_MONTH)  # the deleted one is out
     assert lines["System nodes (on-demand, m6i.xlarge)"].usd_per_month is not None
-    ip = cat.platform_prices["Public IPv4 address"].usd
+    ip = cat.platform_price("Public IPv4 address", "us-east-1").usd
     assert lines["Public IPv4 addresses"].usd_per_month == pytest.approx(ip * HOURS_PER_MONTH)
     assert lines["Node root volumes (EBS gp3)"].usd_per_month == pytest.approx(
-        cat.platform_prices["EBS gp3 storage"].usd * round(100 * 2**30 / 1e9, 1), abs=0.01)
+        cat.platform_price("EBS gp3 storage", "us-east-1").usd * round(100 * 2**30 / 1e9, 1), abs=0.01)
 
 
 def test_unpriced_is_none_never_zero(tmp_path: Path) -> None:

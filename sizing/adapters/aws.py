@@ -303,6 +303,93 @@ def fetch_on_demand_price(pricing: Any, instance_type: str, region: str) -> floa
     return on_demand_usd_from_price_list(texts)
 
 
+# --- platform prices ------------------------------------------------------------------------
+PLATFORM_PRICE_FIELDS = ["item", "unit", "usd", "region", "source", "as_of", "notes"]
+CPU_PRICE_FIELDS = ["instance_type", "region", "purchase", "usd_per_hour", "vcpus", "memory_gib", "source", "as_of",
+                    "notes"]
+# A region's usage types carry its billing prefix (`EU-NatGateway-Hours` in eu-west-1, `EUC1-...` in
+# eu-central-1) and us-east-1's usually none (`NatGateway-Hours`, or `USE1-`): matched as an optional prefix.
+_PREFIX = r"^(?:[A-Z0-9]+-)?"
+
+
+@dataclass(frozen=True)
+class PlatformQuery:
+    """How one platform_prices.csv item is found in the Price List (GetProducts): the service, exact-match
+    filters besides the region, the usage type (without its region prefix) and, where the usage type is
+    shared, the operation. The first price tier (beginRange 0) is read."""
+
+    item: str  # platform_prices.csv item
+    unit: str  # platform_prices.csv unit
+    service: str
+    filters: tuple[tuple[str, str], ...]
+    usagetype: str  # regular expression after the region prefix
+    operation: str | None = None
+
+
+# Each usage type is the one AWS bills for the line (AWS Cost and Usage Report usage types; the same
+# names in public Price List readers, e.g. infracost's and the AWS CloudWatch Logs user guide's
+# "TimedStorage-ByteHrs (Standard)"), so a refresh reads what the bill will say.
+PLATFORM_QUERIES: tuple[PlatformQuery, ...] = (
+    PlatformQuery("EKS control plane (standard support)", "USD per cluster-hour", "AmazonEKS", (),
+                  r"AmazonEKS-Hours:perCluster$"),
+    PlatformQuery("NAT gateway hourly", "USD per NAT-gateway-hour", "AmazonEC2", (("productFamily", "NAT Gateway"),),
+                  r"NatGateway-Hours$", "NatGateway"),
+    PlatformQuery("Public IPv4 address", "USD per IP-hour", "AmazonVPC", (),
+                  r"PublicIPv4:InUseAddress$"),
+    PlatformQuery("EBS gp3 storage", "USD per GB-month", "AmazonEC2",
+                  (("productFamily", "Storage"), ("volumeApiName", "gp3")), r"EBS:VolumeUsage\.gp3$"),
+    PlatformQuery("S3 Standard storage, first 50 TB/month", "USD per GB-month", "AmazonS3",
+                  (("volumeType", "Standard"),), r"TimedStorage-ByteHrs$"),
+    PlatformQuery("CloudWatch Logs ingestion (standard class)", "USD per GB", "AmazonCloudWatch", (),
+                  r"DataProcessing-Bytes$", "PutLogEvents"),
+    PlatformQuery("CloudWatch Logs storage", "USD per GB-month", "AmazonCloudWatch", (),
+                  r"TimedStorage-ByteHrs$"),
+)
+
+
+def platform_usd_from_price_list(price_list: list[str], q: PlatformQuery) -> float | None:
+    """The OnDemand USD unit price of `q` in GetProducts' PriceList (JSON strings): products whose usage type
+    is `q.usagetype` (after an optional region prefix) and, when given, whose operation is `q.operation`; of
+    their price dimensions the first tier (beginRange 0, or no tiers). Several matches: the lowest positive."""
+    pattern = re.compile(_PREFIX + q.usagetype)
+    prices: list[float] = []
+    for i, text in enumerate(price_list):
+        try:
+            product = json.loads(text)
+            attrs = product.get("product", {}).get("attributes", {})
+            if not pattern.match(str(attrs.get("usagetype", ""))):
+                continue
+            if q.operation is not None and attrs.get("operation") != q.operation:
+                continue
+            for offer in product.get("terms", {}).get("OnDemand", {}).values():
+                for dim in offer.get("priceDimensions", {}).values():
+                    if str(dim.get("beginRange", "0")) not in ("0", "0.0"):
+                        continue
+                    usd = dim.get("pricePerUnit", {}).get("USD")
+                    if not usd:
+                        continue
+                    value = float(usd)
+                    if not math.isfinite(value) or value < 0:
+                        raise ValueError(f"USD {usd!r}")
+                    if value > 0:
+                        prices.append(value)
+        except (ValueError, TypeError, AttributeError) as e:  # JSONDecodeError is a ValueError
+            raise AwsDataError(f"AWS Pricing GetProducts ({q.service}): PriceList item {i} is unreadable "
+                               f"({e.__class__.__name__}: {str(e)[:80]})") from None
+    return min(prices) if prices else None
+
+
+def fetch_platform_price(pricing: Any, q: PlatformQuery, region: str) -> float | None:
+    """`q`'s USD unit price in `region` from the Price List, or None when AWS lists none there."""
+    filters = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
+    filters += [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in q.filters]
+    texts: list[str] = []
+    for page in pricing.get_paginator("get_products").paginate(ServiceCode=q.service, FormatVersion="aws_v1",
+                                                               Filters=filters):
+        texts.extend(page.get("PriceList", []))
+    return platform_usd_from_price_list(texts, q)
+
+
 @dataclass(frozen=True)
 class SpotAz:
     """The spot price of one instance type in one AZ over the window: the time-weighted median ($/hour)."""
@@ -466,6 +553,8 @@ class _RegionAnswer:
     offers: list[dict[str, str]] = field(default_factory=list)
     prices: list[dict[str, str]] = field(default_factory=list)
     spot_azs: list[dict[str, str]] = field(default_factory=list)
+    platform: list[dict[str, str]] = field(default_factory=list)  # platform_prices.csv rows (refresh --platform)
+    cpu: list[dict[str, str]] = field(default_factory=list)  # cpu_instance_prices.csv rows (refresh --platform)
 
 
 def _write(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
@@ -490,7 +579,7 @@ def _existing(out_dir: Path, name: str) -> list[dict[str, str]]:
 def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dict[str, dict[str, str]],
                   as_of: str, now: datetime, inst_rows: dict[str, dict[str, str]], skipped: set[str],
                   unpriced: list[str], savings_plans: bool = False,
-                  capacity_blocks: tuple[str, ...] = ()) -> _RegionAnswer:
+                  capacity_blocks: tuple[str, ...] = (), platform: bool = False) -> _RegionAnswer:
     """Everything AWS says about one region, parsed; any unreadable item is an AwsDataError."""
     ans = _RegionAnswer()
     ec2 = clients.ec2(region)
@@ -535,6 +624,9 @@ def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dic
                                    "usd_per_hour": repr(usd), "as_of": as_of,
                                    "source": f"AWS EC2 DescribeCapacityBlockOfferings (cheapest 1-instance "
                                              f"{CAPACITY_BLOCK_HOURS} h block: UpfrontFee ÷ instance-hours; {what})"})
+        if platform:
+            step = "GetProducts (platform)"
+            _fetch_platform(region, clients, catalog, as_of, ans, unpriced)
         step = "DescribeSpotPriceHistory"
         start = now - timedelta(days=SPOT_WINDOW_DAYS)
         window = f"{start:%Y-%m-%dT%H:%MZ}/{now:%Y-%m-%dT%H:%MZ}"
@@ -556,6 +648,37 @@ def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dic
         raise AwsDataError(f"AWS EC2 {step} ({region}) returned data llmcap cannot read "
                            f"({e.__class__.__name__}: {str(e)[:80]}); the catalog cache is unchanged") from None
     return ans
+
+
+def _fetch_platform(region: str, clients: AwsClients, catalog: Catalog, as_of: str, ans: _RegionAnswer,
+                    unpriced: list[str]) -> None:
+    """The platform's unit prices in `region` (PLATFORM_QUERIES) and the on-demand price of every system-node
+    CPU instance type the catalog knows, into `ans`; what AWS does not list there goes to `unpriced`."""
+    for q in PLATFORM_QUERIES:
+        try:
+            usd = fetch_platform_price(clients.pricing(), q, region)
+        except AwsDataError as e:
+            raise AwsDataError(f"{e.problems[0]} for {q.item!r} in {region}") from None
+        if usd is None:
+            unpriced.append(f"{q.item} in {region}")
+            continue
+        ans.platform.append({"item": q.item, "unit": q.unit, "usd": repr(usd), "region": region, "as_of": as_of,
+                             "source": f"AWS Pricing API GetProducts ({q.service}; usage type {q.usagetype.rstrip('$')}"
+                                       f"{', operation ' + q.operation if q.operation else ''}; first tier)",
+                             "notes": "llmcap catalog refresh --platform"})
+    cpu_types = sorted({c.instance_type: c for c in catalog.cpu_instances.values()}.items())
+    for t, c in cpu_types:
+        try:
+            usd = fetch_on_demand_price(clients.pricing(), t, region)
+        except AwsDataError as e:
+            raise AwsDataError(f"{e.problems[0]} for {t} in {region}") from None
+        if usd is None:
+            unpriced.append(f"{t} in {region}")
+            continue
+        ans.cpu.append({"instance_type": t, "region": region, "purchase": "on-demand", "usd_per_hour": repr(usd),
+                        "vcpus": str(c.vcpus), "memory_gib": f"{c.memory_gib:g}", "as_of": as_of,
+                        "source": "AWS Pricing API GetProducts (AmazonEC2; Linux, Shared, NA, Used)",
+                        "notes": "llmcap catalog refresh --platform"})
 
 
 def _shrink_problems(region: str, ans: _RegionAnswer, out: Path) -> list[str]:
@@ -582,7 +705,7 @@ def _shrink_problems(region: str, ans: _RegionAnswer, out: Path) -> list[str]:
 def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClients, catalog: Catalog,
                     today: date | None = None, allow_shrink: bool = False,
                     now: datetime | None = None, savings_plans: bool = False,
-                    capacity_blocks: tuple[str, ...] = ()) -> RefreshResult:
+                    capacity_blocks: tuple[str, ...] = (), platform: bool = False) -> RefreshResult:
     """Write a new generation of instances.csv, prices.csv, offerings.csv and spot_prices.csv for
     `regions` and point `out_dir` at it atomically.
 
@@ -592,12 +715,15 @@ def refresh_catalog(regions: list[str], out_dir: Path | None, clients: AwsClient
     replaced, with their own source and as_of. Kept GPU types: those whose GPU is in gpus.csv or
     that the catalog already lists; others are reported as skipped. `savings_plans`: also the 1- and
     3-year Compute Savings Plan rates (savingsplans:DescribeSavingsPlansOfferingRates, a separate permission).
-    `capacity_blocks`: instance types whose Capacity Block rate to read (DescribeCapacityBlockOfferings)."""
+    `capacity_blocks`: instance types whose Capacity Block rate to read (DescribeCapacityBlockOfferings).
+    `platform`: also the platform's unit prices in each region (EKS, NAT gateway, public IPv4, EBS gp3, S3,
+    CloudWatch Logs: PLATFORM_QUERIES) and the system nodes' CPU instance prices, into platform_prices.csv and
+    cpu_instance_prices.csv; a refreshed region's fetched rows replace its old ones, every other row is kept."""
     out = out_dir or USER_CACHE_DIR
     refuse_foreign_directory(out.absolute())  # before the lock file is made beside it
     with cache_lock(out):  # read the cache, fetch, merge and write as one step: no refresh reverts another's
         return _refresh_locked(regions, out, clients, catalog, today, allow_shrink, now, savings_plans,
-                               tuple(capacity_blocks))
+                               tuple(capacity_blocks), platform)
 
 
 # how long a refresh waits for another refresh of the same cache to finish (one region's fetch takes seconds
@@ -638,7 +764,7 @@ def cache_lock(out: Path, wait_s: float | None = None) -> Iterator[None]:
 
 def _refresh_locked(regions: list[str], out: Path, clients: AwsClients, catalog: Catalog, today: date | None,
                     allow_shrink: bool, now: datetime | None, savings_plans: bool,
-                    capacity_blocks: tuple[str, ...]) -> RefreshResult:
+                    capacity_blocks: tuple[str, ...], platform: bool = False) -> RefreshResult:
     now = now or datetime.now(UTC)
     as_of = (today or now.date()).isoformat()
     inst_rows: dict[str, dict[str, str]] = {}
@@ -648,7 +774,7 @@ def _refresh_locked(regions: list[str], out: Path, clients: AwsClients, catalog:
     answers: dict[str, _RegionAnswer] = {}
     for region in regions:
         ans = _fetch_region(region, clients, catalog, known, as_of, now, inst_rows, skipped, unpriced, savings_plans,
-                            tuple(capacity_blocks))
+                            tuple(capacity_blocks), platform)
         shrink = _shrink_problems(region, ans, out)
         if shrink and not allow_shrink:
             raise AwsDataError(
@@ -671,10 +797,21 @@ def _refresh_locked(regions: list[str], out: Path, clients: AwsClients, catalog:
                       r["purchase"] == "capacity-block" and r["instance_type"] in capacity_blocks))] + price_rows
     all_spot = [r for r in _existing(out, "spot_prices.csv") if r["region"] not in refreshed] + spot_rows
     all_spot.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone"]))
-    gen = write_generation(out, {"instances.csv": (INSTANCE_FIELDS, all_inst),
-                                 "offerings.csv": (OFFERING_FIELDS, all_offers),
-                                 "prices.csv": (PRICE_FIELDS, all_prices),
-                                 "spot_prices.csv": (SPOT_AZ_FIELDS, all_spot)})
+    tables = {"instances.csv": (INSTANCE_FIELDS, all_inst), "offerings.csv": (OFFERING_FIELDS, all_offers),
+              "prices.csv": (PRICE_FIELDS, all_prices), "spot_prices.csv": (SPOT_AZ_FIELDS, all_spot)}
+    if platform:
+        # only the (item, region) and (instance type, region) pairs fetched are replaced: EFS, FSx, extended
+        # support and the every-region (`*`) rows keep their own source and date
+        new_plat = [r for a in answers.values() for r in a.platform]
+        got = {(r["item"], r["region"]) for r in new_plat}
+        tables["platform_prices.csv"] = (PLATFORM_PRICE_FIELDS, [
+            r for r in _existing(out, "platform_prices.csv") if (r["item"], r["region"]) not in got] + new_plat)
+        new_cpu = [r for a in answers.values() for r in a.cpu]
+        got_cpu = {(r["instance_type"], r["region"], r["purchase"]) for r in new_cpu}
+        tables["cpu_instance_prices.csv"] = (CPU_PRICE_FIELDS, [
+            r for r in _existing(out, "cpu_instance_prices.csv")
+            if (r["instance_type"], r["region"], r["purchase"]) not in got_cpu] + new_cpu)
+    gen = write_generation(out, tables)
     return RefreshResult(out, list(regions), len(inst_rows), len(price_rows), len(offer_rows),
                          sorted(skipped), unpriced, len(spot_rows), str(gen))
 

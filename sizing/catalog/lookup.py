@@ -22,6 +22,7 @@ from pathlib import Path
 from sizing.catalog.calibration import CALIBRATION_FILE, Calibration, load_calibration
 from sizing.catalog.paths import BUNDLED_DIR, USER_CACHE_DIR
 from sizing.catalog.records import (
+    ALL_REGIONS,
     ApiModel,
     ApiPrice,
     AwsGpuName,
@@ -179,9 +180,16 @@ class Catalog:
                               tuple(x for x in r["exact_hf_ids"].split(";") if x)) for r in self.rows("api_models.csv"))
 
     @cached_property
-    def platform_prices(self) -> dict[str, PlatformPrice]:
-        return {r["item"]: PlatformPrice(r["item"], r["unit"], float(r["usd"]), r["region"], r["source"], r["as_of"])
+    def platform_prices(self) -> dict[tuple[str, str], PlatformPrice]:
+        """(item, region) -> a platform unit price. Region `*` is a price AWS charges alike in every commercial
+        region (the row's source says so); a region's own row wins over it."""
+        return {(r["item"], r["region"]): PlatformPrice(r["item"], r["unit"], float(r["usd"]), r["region"],
+                                                        r["source"], r["as_of"])
                 for r in self.rows("platform_prices.csv")}
+
+    def platform_price(self, item: str, region: str) -> PlatformPrice | None:
+        """The price of platform `item` in `region`: the region's row, else the every-region (`*`) row, else None."""
+        return self.platform_prices.get((item, region)) or self.platform_prices.get((item, ALL_REGIONS))
 
     @cached_property
     def precisions(self) -> dict[str, PrecisionFormat]:

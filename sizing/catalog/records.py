@@ -169,6 +169,11 @@ class ApiPrice:
     genai_prices_provider_id: str = ""  # the provider's id in genai-prices, when it has this model
 
 
+# platform_prices.csv `region` of a price AWS charges alike in every commercial region (EKS control plane,
+# public IPv4); a region's own row wins over it
+ALL_REGIONS = "*"
+
+
 @dataclass(frozen=True)
 class PlatformPrice:
     item: str

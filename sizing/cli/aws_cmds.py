@@ -95,6 +95,9 @@ def catalog_refresh(
     capacity_block: list[str] | None = typer.Option(None, "--capacity-block", help="instance type whose Capacity "
                                                     "Block rate to read (repeatable; DescribeCapacityBlockOfferings, "
                                                     "cheapest 1-instance 24-hour block)"),
+    platform: bool = typer.Option(False, "--platform", help="also fetch the platform's unit prices in each region "
+                                  "(EKS control plane, NAT gateway, public IPv4, EBS gp3, S3, CloudWatch Logs) and "
+                                  "the system nodes' CPU instance prices from the AWS Price List"),
 ) -> None:
     """Refresh instances.csv, prices.csv, offerings.csv and spot_prices.csv from live AWS APIs.
 
@@ -107,7 +110,8 @@ def catalog_refresh(
     with aws_errors():
         regions = list(dict.fromkeys(region or [default_region()]))
         res = refresh_catalog(regions, out, AwsClients.from_env(), cat, allow_shrink=allow_shrink,
-                              savings_plans=savings_plans, capacity_blocks=tuple(capacity_block or ()))
+                              savings_plans=savings_plans, capacity_blocks=tuple(capacity_block or ()),
+                              platform=platform)
     typer.echo(f"wrote {res.out_dir}: {res.instances} GPU instance types, {res.prices} prices, "
                f"{res.offerings} AZ offerings, {res.spot_azs} per-AZ spot medians (7 days) for "
                f"{', '.join(res.regions)}")

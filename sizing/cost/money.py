@@ -108,18 +108,25 @@ def api_comparison(catalog: Catalog, hf_id: str, params_active_b: float, params_
     return rows, note
 
 
+# platform_prices.csv items of CloudWatch Logs (standard class) that price the EKS control-plane logs
+CLOUDWATCH_INGESTION = "CloudWatch Logs ingestion (standard class)"
+CLOUDWATCH_STORAGE = "CloudWatch Logs storage"
+
+
 def control_plane_log_gb_month(catalog: Catalog, nodes: int) -> float:
     """EKS control-plane log volume (audit + authenticator), GB/month: an estimate (platform.csv rows)."""
     return catalog.number("control_plane_log_gb_base") + catalog.number("control_plane_log_gb_per_node") * nodes
 
 
 def control_plane_log_usd_per_gb(catalog: Catalog, region: str) -> float | None:
-    """Ingestion plus steady-state storage of one GB under the retention (CloudWatch Logs, us-east-1 rows)."""
-    if region != "us-east-1":
+    """USD for one GB of control-plane logs in `region`: ingestion plus its steady-state storage under the
+    retention (CloudWatch Logs standard class, platform_prices.csv rows); None where either is not priced."""
+    ingest = catalog.platform_price(CLOUDWATCH_INGESTION, region)
+    storage = catalog.platform_price(CLOUDWATCH_STORAGE, region)
+    if ingest is None or storage is None:
         return None
     months_kept = catalog.number("control_plane_log_retention_days") / 30.4
-    storage = catalog.number("cloudwatch_logs_storage_usd_per_gb_month")
-    return catalog.number("cloudwatch_logs_ingestion_usd_per_gb") + storage * months_kept
+    return ingest.usd + storage.usd * months_kept
 
 
 def cpu_price(catalog: Catalog, instance_type: str, region: str) -> float | None:
@@ -134,11 +141,9 @@ def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volum
     """The platform under the GPUs: EKS control plane and its CloudWatch logs, system nodes, NAT gateways,
     weight storage and node root volumes (GPU and system, GiB). `nodes_total`: GPU + system nodes, for the
     log estimate. A line without a price in the catalog shows as not priced."""
-    pp = catalog.platform_prices
-
     def unit(item: str) -> float | None:
-        p = pp.get(item)
-        return p.usd if p and p.region == region else None
+        p = catalog.platform_price(item, region)
+        return p.usd if p is not None else None
 
     def line(name: str, qty: float, unit_name: str, price: float | None, factor: float, src: str) -> CostLine:
         return CostLine(name=name, quantity=qty, unit=unit_name,
@@ -150,7 +155,7 @@ def platform_lines(catalog: Catalog, region: str, weights_gib: float, root_volum
              "platform_prices.csv"),
         line(f"EKS control-plane logs (CloudWatch, {int(catalog.number('control_plane_log_retention_days'))}-day "
              "retention, estimated volume)", round(control_plane_log_gb_month(catalog, nodes_total), 1), "GB",
-             control_plane_log_usd_per_gb(catalog, region), 1.0, "platform.csv"),
+             control_plane_log_usd_per_gb(catalog, region), 1.0, "platform_prices.csv"),
         line(f"System nodes (on-demand, {system_instance_type})", system_nodes, "instances", cpu, HOURS_PER_MONTH,
              "cpu_instance_prices.csv"),
         line("NAT gateways", nat_gateways, "gateways", unit("NAT gateway hourly"), HOURS_PER_MONTH,

@@ -385,7 +385,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     if unpriced:
         warnings.append(f"platform not priced in {stack.region} (no catalog price there): {', '.join(unpriced)}; "
                         f"the all-in cost excludes {'them' if len(unpriced) > 1 else 'it'} "
-                        f"(llmcap catalog refresh --region {stack.region} prices them)")
+                        f"(llmcap catalog refresh --region {stack.region} --platform prices them from the AWS "
+                        "Price List)")
     gpu_lines = [_gpu_line(p) for p in pools]
     month = usd_per_month(usd_h)
     apis, api_note = api_comparison(cat, model.hf_id, model.params_active_b, model.params_total_b, in_tps, out_tps,

@@ -46,8 +46,8 @@ def hourly_line(name: str, quantity: float, unit: str, usd_per_hour: float | Non
 
 
 def platform_price(ctx: PricingContext, item: str) -> float | None:
-    p = ctx.catalog.platform_prices.get(item)
-    return p.usd if p is not None and p.region == ctx.region else None
+    p = ctx.catalog.platform_price(item, ctx.region)
+    return p.usd if p is not None else None
 
 
 def num(v: Any, default: float | None = None) -> float | None:
