@@ -110,6 +110,11 @@ class Pool(_M):
     tensor_parallel: int
     pipeline_parallel: int
     nodes_per_replica: int = 1  # > 1 for multi-node replicas (pipeline parallel across nodes)
+    # the network between a multi-node replica's nodes the performance model assumed (sizing/perf/fabric.py):
+    # "efa" (NCCL over aws-ofi-nccl, the instance's aggregate bandwidth) or "ena" (TCP on the primary card);
+    # "" on one node. Gbit/s per node. infra attaches EFA exactly when this says "efa" (infra/aws/efa.py)
+    inter_node_fabric: str = ""
+    inter_node_gbps: float = 0.0
     replicas: int  # planned, including redundancy
     replicas_for_demand: int
     redundancy_replicas: int

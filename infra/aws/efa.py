@@ -51,9 +51,14 @@ def instance_has_efa(catalog: Catalog, instance_type: str) -> bool:
 
 
 def uses_efa(catalog: Catalog, pool: Pool) -> bool:
-    """A multi-node pool on an instance type with EFA: the node group gets EFA interfaces and a placement group."""
-    return pool.nodes_per_replica > 1 and instance_has_efa(catalog, pool.instance_type) \
-        and pool.instance_type in efa_cards()
+    """A multi-node pool on an instance type with EFA: the node group gets EFA interfaces and a placement group.
+    The plan says which fabric its performance figures assumed (Pool.inter_node_fabric, sizing/perf/fabric.py);
+    a plan saved before it did ("") is judged from the catalog."""
+    if pool.nodes_per_replica <= 1 or pool.instance_type not in efa_cards():
+        return False
+    if pool.inter_node_fabric:
+        return pool.inter_node_fabric == "efa"
+    return instance_has_efa(catalog, pool.instance_type)
 
 
 def efa_network_interfaces(instance_type: str, security_group_ids: list[Any]) -> list[dict[str, Any]]:
