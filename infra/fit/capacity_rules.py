@@ -17,10 +17,17 @@ planner places it so; a hand-edited saved plan could break it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from infra.aws.efa import efa_cards, instance_has_efa
+from infra.aws.efa import efa_cards, instance_has_efa, uses_efa
+from infra.config.efa_cards import EFA_RESOURCE, efa_interfaces, pool_uses_efa
 from infra.fit.check import FitContext, FitProblem, fit_rule
+from infra.fit.rules import pool_views
 from infra.karpenter.nodes import GPU_RESOURCE, instances_for_replicas_max, karpenter_pools, nodepool_limits
+from infra.kubernetes import efa_plugin
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 SRC_EFA = ("https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html; NCCL without an EFA (libfabric) "
            "network plugin uses its socket transport (aws-ofi-nccl README)")
@@ -35,12 +42,50 @@ def multi_node_without_efa(fit: FitContext) -> Iterator[FitProblem]:
             why = f"{p.instance_type} has no EFA (sizing/data/instances.csv efa)"
         elif p.instance_type not in efa_cards():
             why = f"{p.instance_type} has no row in infra/data/efa_network_cards.csv (scripts/build_bundled_catalog.py)"
+        elif not pool_uses_efa(p):
+            why = (f"the plan assumed {p.inter_node_fabric or 'no stated'} fabric between them (a plan saved before "
+                   "it said which: re-plan with `llmcap plan STACK --write`)")
         else:
             continue
         yield FitProblem("multi-node-without-efa", p.name,
                          f"each replica spans {p.nodes_per_replica} nodes but {why}: NCCL would fall back to TCP "
                          "sockets between nodes; allow an instance type with EFA (llmcap:hardware.instance_types) "
                          "or a precision whose replica fits one node", SRC_EFA)
+
+
+SRC_EFA_ALLOCATABLE = ("the kubelet schedules a pod only onto a node whose allocatable covers each extended resource "
+                       "it "
+                       "requests; the EFA device plugin (eks-charts aws-efa-k8s-device-plugin v0.5.30) advertises "
+                       "vpc.amazonaws.com/efa only on the nodes its DaemonSet selects (supportedInstanceLabels), one "
+                       "per EFA interface the node has")
+
+
+def efa_allocatable(fit: FitContext, pool: Pool) -> int:
+    """`vpc.amazonaws.com/efa` a node of the pool advertises: the EFA interfaces its launch template attaches
+    (managed node groups, infra/aws/efa.py) where the EFA device plugin runs on it, else 0 (no plugin, or a
+    Karpenter node: llmcap's EC2NodeClass attaches no EFA interfaces)."""
+    if pool in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
+        return 0
+    if pool.instance_type not in efa_plugin.plugin_instance_types(fit.plan) or not uses_efa(fit.catalog, pool):
+        return 0
+    return efa_interfaces(pool.instance_type)
+
+
+@fit_rule("efa-unallocatable")
+def efa_unallocatable(fit: FitContext) -> Iterator[FitProblem]:
+    """A serving pod requesting more vpc.amazonaws.com/efa than its node advertises never schedules."""
+    for v in pool_views(fit):
+        have = efa_allocatable(fit, v.pool)
+        for role, pod in v.pods:
+            need = sum(int((c.get("resources") or {}).get("requests", {}).get(EFA_RESOURCE, 0))
+                       for c in pod.get("containers", []))
+            if need > have:
+                yield FitProblem("efa-unallocatable", v.pool.name,
+                                 f"the {role} pod requests {need} {EFA_RESOURCE} but a {v.pool.instance_type} node "
+                                 f"advertises {have} (EFA device plugin on the node: "
+                                 f"{'yes' if have else 'no'}); the pod would stay Pending: install the plugin on "
+                                 "these nodes (infra/kubernetes/efa_plugin.py) or attach the interfaces",
+                                 SRC_EFA_ALLOCATABLE)
 
 
 @fit_rule("reservation-type-mismatch")
