@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 
 from infra.aws.efa import efa_cards, instance_has_efa, uses_efa
 from infra.config.efa_cards import EFA_RESOURCE, efa_interfaces, pool_uses_efa
-from infra.fit.check import FitContext, FitProblem, fit_rule
+from infra.fit.check import FitContext, FitProblem, fit_row, fit_rule
 from infra.fit.rules import pool_views
 from infra.karpenter.nodes import GPU_RESOURCE, instances_for_replicas_max, karpenter_pools, nodepool_limits
 from infra.kubernetes import efa_plugin
+from infra.kubernetes.nccl_env import nccl_transport
 
 if TYPE_CHECKING:
     from sizing.plan import Pool
@@ -86,6 +87,21 @@ def efa_unallocatable(fit: FitContext) -> Iterator[FitProblem]:
                                  f"{'yes' if have else 'no'}); the pod would stay Pending: install the plugin on "
                                  "these nodes (infra/kubernetes/efa_plugin.py) or attach the interfaces",
                                  SRC_EFA_ALLOCATABLE)
+
+
+@fit_row
+def _efa_rows(fit: FitContext) -> dict[str, dict[str, object]]:
+    """Multi-node pools: the EFA devices a pod requests against what its node advertises, and how NCCL moves the
+    traffic between the nodes (infra/kubernetes/nccl_env.py): over aws-ofi-nccl, or over sockets and why."""
+    out: dict[str, dict[str, object]] = {}
+    for v in pool_views(fit):
+        if v.pool.nodes_per_replica <= 1:
+            continue
+        need = max(sum(int((c.get("resources") or {}).get("requests", {}).get(EFA_RESOURCE, 0))
+                       for c in pod.get("containers", [])) for _, pod in v.pods)
+        out[v.pool.name] = {"EFA req/node": f"{need}/{efa_allocatable(fit, v.pool)}",
+                            "NCCL between nodes": nccl_transport(v.pool)}
+    return out
 
 
 @fit_rule("reservation-type-mismatch")

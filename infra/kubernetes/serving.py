@@ -27,6 +27,7 @@ from infra.kubernetes.k8s_common import (
     serving_labels,
     serving_name,
 )
+from infra.kubernetes.nccl_env import nccl_efa_env
 from infra.kubernetes.vllm_args import ModelSource, MultiNode
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         {"name": "AWS_REGION", "value": ctx.region},
         {"name": "HF_HUB_OFFLINE", "value": "1"},  # weights come from our bucket, never the hub
         *({"name": k, "value": v} for k, v in engine.telemetry_env),
+        *nccl_efa_env(pool),  # NCCL over aws-ofi-nccl on a pool on EFA (infra/kubernetes/nccl_env.py)
     ]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "home", "mountPath": HOME}]
     volumes: list[dict[str, Any]] = [
