@@ -129,15 +129,17 @@ def node_pool(pool: Pool, *, zone_ids: list[str], vcpus_per_instance: int) -> di
     }
 
 
-def controller_values(cluster_name: str, service_account: str, image_values: dict[str, Any] | None = None
-                      ) -> dict[str, Any]:
+def controller_values(cluster_name: str, service_account: str, image_values: dict[str, Any] | None = None,
+                      interruption_queue: str = "") -> dict[str, Any]:
     """Helm values of the Karpenter chart (charts/karpenter/values.yaml at v1.14.1): on the system nodes, the
     cluster name, the ReservedCapacity feature gate on, the service account its Pod Identity binds, and the
     controller image through the pull-through cache at its locked digest (`image_values`: the chart's
     `controller.image` repository and tag, infra/kubernetes/components/addons.py chart_image_values).
-    No interruption queue (settings.interruptionQueue left empty: Karpenter then does not poll SQS)."""
+    `interruption_queue`: the SQS queue's name (infra/karpenter/interruption.py) for settings.interruptionQueue
+    ("the name of the SQS queue used for processing interruption events from EC2"; "" leaves handling off)."""
     out: dict[str, Any] = {
-        "settings": {"clusterName": cluster_name, "featureGates": {"reservedCapacity": True}},
+        "settings": {"clusterName": cluster_name, "featureGates": {"reservedCapacity": True},
+                     **({"interruptionQueue": interruption_queue} if interruption_queue else {})},
         "serviceAccount": {"create": True, "name": service_account},
         "nodeSelector": SYSTEM_NODES,
     }
