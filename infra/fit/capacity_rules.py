@@ -7,7 +7,10 @@ EFA comes from the catalog's `efa` column (sizing/data/instances.csv, DescribeIn
 EfaSupported) and the network cards in infra/data/efa_network_cards.csv (infra/aws/efa.py).
 
 `karpenter-limits` / `karpenter-multi-node-without-efa` (provisioner karpenter): a pool's NodePool limits
-admit the nodes its replicas_max needs; a multi-node pool on Karpenter is refused (no EFA on its nodes).
+admit the nodes its replicas_max needs; a multi-node pool on Karpenter is refused unless it is on EFA (its pods
+request vpc.amazonaws.com/efa, so Karpenter attaches the interfaces; its EC2NodeClass names a placement group).
+
+`efa-unallocatable`: a serving pod requests no more vpc.amazonaws.com/efa than its node advertises.
 The other rules (allocatable, GPUs per node, storage) read the plan's pool and apply to both provisioners.
 
 `reservation-type-mismatch`: a pool on a reservation must be the reservation's instance type (the
@@ -62,13 +65,14 @@ SRC_EFA_ALLOCATABLE = ("the kubelet schedules a pod only onto a node whose alloc
 
 
 def efa_allocatable(fit: FitContext, pool: Pool) -> int:
-    """`vpc.amazonaws.com/efa` a node of the pool advertises: the EFA interfaces its launch template attaches
-    (managed node groups, infra/aws/efa.py) where the EFA device plugin runs on it, else 0 (no plugin, or a
-    Karpenter node: llmcap's EC2NodeClass attaches no EFA interfaces)."""
-    if pool in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
-        return 0
+    """`vpc.amazonaws.com/efa` a node of the pool advertises where the EFA device plugin runs on it (else 0): on a
+    managed node group the interfaces its launch template attaches (infra/aws/efa.py); on Karpenter the instance
+    type's EFA capacity, which Karpenter attaches when the pods request the resource (SRC_KARPENTER_EFA)."""
     if pool.instance_type not in efa_plugin.plugin_instance_types(fit.plan) or not uses_efa(fit.catalog, pool):
         return 0
+    if pool in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
+        cards = efa_cards().get(pool.instance_type)
+        return cards.max_efa_interfaces if cards else 0
     return efa_interfaces(pool.instance_type)
 
 
@@ -121,7 +125,8 @@ def reservation_type_mismatch(fit: FitContext) -> Iterator[FitProblem]:
 SRC_KARPENTER_LIMITS = ("Karpenter v1.14 concepts/nodepools.md spec.limits: the NodePool launches no node once its "
                         "nodes' resources reach a limit (infra/karpenter/nodes.py nodepool_limits)")
 SRC_KARPENTER_EFA = ("Karpenter v1.14.1 pkg/providers/instance/instance.go getEFACountForInstance: EFA interfaces only "
-                     "when the pod requests vpc.amazonaws.com/efa or the EC2NodeClass lists networkInterfaces")
+                     "when the pod requests vpc.amazonaws.com/efa or the EC2NodeClass lists networkInterfaces, as many "
+                     "as the instance type's vpc.amazonaws.com/efa capacity (launchtemplate.go, one per network card)")
 
 
 @fit_rule("karpenter-limits")
@@ -144,12 +149,13 @@ def karpenter_limits(fit: FitContext) -> Iterator[FitProblem]:
 
 @fit_rule("karpenter-multi-node-without-efa")
 def karpenter_multi_node(fit: FitContext) -> Iterator[FitProblem]:
-    """llmcap's EC2NodeClass lists no EFA networkInterfaces and its pods request no vpc.amazonaws.com/efa, so a
-    Karpenter node would come up without EFA: a multi-node pool is refused, as it is without EFA elsewhere."""
+    """A multi-node pool on Karpenter gets EFA only when its pods request vpc.amazonaws.com/efa (pool_uses_efa:
+    the plan put it on EFA); otherwise its nodes come up without EFA and it is refused, as elsewhere."""
     for p in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
-        if p.nodes_per_replica > 1:
+        if p.nodes_per_replica > 1 and not pool_uses_efa(p):
             yield FitProblem("karpenter-multi-node-without-efa", p.name,
-                             f"each replica spans {p.nodes_per_replica} nodes, and Karpenter nodes get no EFA "
-                             "interfaces from llmcap: NCCL would fall back to TCP sockets; set "
-                             "llmcap:deployment.provisioner: managed-node-groups (EFA interfaces, placement group)",
-                             SRC_KARPENTER_EFA)
+                             f"each replica spans {p.nodes_per_replica} nodes, but the plan put the pool on "
+                             f"{p.inter_node_fabric or 'no stated'} fabric, so its pods request no "
+                             f"{EFA_RESOURCE} and Karpenter attaches no EFA interfaces: NCCL would fall back to TCP "
+                             "sockets; allow an instance type with EFA (llmcap:hardware.instance_types) and re-plan "
+                             "with `llmcap plan STACK --write`", SRC_KARPENTER_EFA)

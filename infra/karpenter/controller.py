@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 from infra.aws.cluster import NODE_POLICIES
 from infra.aws.iam import partition, pod_identity_trust_policy, role_with_managed_policies, service_trust_policy
 from infra.config import settings
+from infra.config.efa_cards import pool_uses_efa
 from infra.config.names import COMPONENT_PREFIX
 from infra.karpenter import interruption
 from infra.karpenter import nodes as karpenter
@@ -119,9 +120,15 @@ class Karpenter(pulumi.ComponentResource):
               after: list[pulumi.Resource]) -> k8s.apiextensions.CustomResource:
         opts = pulumi.ResourceOptions(parent=self, depends_on=after)
         shape = karpenter.ec2_node_class(pool, cluster_name="-", node_role_name="-", platform=args.platform)
-        spec = pulumi.Output.all(args.cluster_name, node_role_name).apply(
+        # a pool on EFA: its own cluster placement group, named in the EC2NodeClass (Karpenter does not create one)
+        pg_name: pulumi.Input[str] = pulumi.Output.from_input("")
+        if pool_uses_efa(pool):
+            pg = aws.ec2.PlacementGroup(f"{shape['metadata']['name']}-pg", strategy="cluster", tags=args.tags,
+                                        opts=pulumi.ResourceOptions(parent=self))
+            pg_name = pg.name
+        spec = pulumi.Output.all(args.cluster_name, node_role_name, pg_name).apply(
             lambda a: karpenter.ec2_node_class(pool, cluster_name=a[0], node_role_name=a[1],
-                                               platform=args.platform)["spec"])
+                                               platform=args.platform, placement_group=a[2] or None)["spec"])
         node_class = k8s.apiextensions.CustomResource(
             f"ec2nodeclass-{shape['metadata']['name']}", api_version=shape["apiVersion"], kind=shape["kind"],
             metadata=shape["metadata"], spec=spec, opts=opts)
