@@ -84,23 +84,23 @@ def test_fit_counts_efa_on_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "efa-unallocatable" in _check()
 
 
-def test_nccl_env_only_where_the_image_carries_aws_ofi_nccl(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nccl_env_only_where_the_image_carries_aws_ofi_nccl() -> None:
     from infra.kubernetes import nccl_env
 
     res = h.bundled("llama405b")
     (pool,) = res.plan.pools
-    # the pinned vLLM image has no aws-ofi-nccl (vllm docker/Dockerfile): NCCL would use sockets, and says so
-    assert not nccl_env.image_has_aws_ofi_nccl("vllm")
+    # the pinned vLLM image has no aws-ofi-nccl (sizing/data/nccl_net_plugins.csv): EFA attached, NCCL on sockets
+    assert pool.inter_node_fabric == "efa-sockets"
     assert nccl_env.nccl_efa_env(pool) == []
     assert nccl_env.nccl_transport(pool).startswith("sockets: the vllm image has no aws-ofi-nccl")
     lws = find(objects("llama405b"), "LeaderWorkerSet", serving_name(pool.name))
     (c,) = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
     assert not {"NCCL_NET", "FI_PROVIDER"} & {e["name"] for e in c["env"]}
-    # an image with the plugin: libfabric pinned to EFA and NCCL forced onto the plugin (no silent socket fallback)
-    monkeypatch.setattr(nccl_env, "image_has_aws_ofi_nccl", lambda key: True)
-    env = {e["name"]: e["value"] for e in nccl_env.nccl_efa_env(pool)}
+    # a plan whose engine image carries the plugin: libfabric pinned to EFA, NCCL forced onto the plugin
+    on_efa = pool.model_copy(update={"inter_node_fabric": "efa"})
+    env = {e["name"]: e["value"] for e in nccl_env.nccl_efa_env(on_efa)}
     assert env == {"FI_PROVIDER": "efa", "NCCL_NET": "AWS Libfabric"}
-    assert nccl_env.nccl_transport(pool) == "aws-ofi-nccl (EFA)"
+    assert nccl_env.nccl_transport(on_efa) == "aws-ofi-nccl (EFA)"
     stack = load_stack(ROOT / "stacks" / "Pulumi.dev.yaml")
     single = plan_stack(stack, load_catalog()).pools[0]
     assert nccl_env.nccl_efa_env(single) == [] and nccl_env.nccl_transport(single) == ""

@@ -3,10 +3,10 @@ which plan pools run over EFA: the one decision the launch template's interfaces
 `vpc.amazonaws.com/efa` requests (infra/kubernetes/serving.py), the EFA device plugin (infra/kubernetes/
 efa_plugin.py) and the fit check share. Pure: no pulumi import.
 
-A pool runs over EFA when its replica spans several nodes and the plan's performance figures assumed EFA
-(Pool.inter_node_fabric == "efa", sizing/perf/fabric.py: the instance type has EFA) and this file lists the
-type's cards. A plan saved before the plan said which fabric it assumed ("") gets no EFA, and the fit check
-refuses its multi-node pool with the fix (re-plan).
+A pool runs on EFA when its replica spans several nodes and the plan put EFA on its nodes (Pool.inter_node_fabric
+"efa", or "efa-sockets" where the engine image has no aws-ofi-nccl; sizing/perf/fabric.py: the instance type has
+EFA) and this file lists the type's cards. A plan saved before the plan said which fabric it assumed ("") gets
+no EFA, and the fit check refuses its multi-node pool with the fix (re-plan).
 
 The EFA device plugin advertises one `vpc.amazonaws.com/efa` device per EFA interface it finds on the node
 (aws-efa-k8s-device-plugin; EKS user guide "Run machine learning training on Amazon EKS with Elastic Fabric
@@ -52,9 +52,14 @@ def efa_interfaces(instance_type: str) -> int:
     return min(c.network_cards, c.max_efa_interfaces) if c else 0
 
 
+EFA_FABRICS = ("efa", "efa-sockets")  # Pool.inter_node_fabric values with EFA attached (sizing/perf/fabric.py)
+
+
 def pool_uses_efa(pool: Pool) -> bool:
-    """A multi-node pool whose plan assumed EFA, on a type whose cards are known."""
-    return pool.nodes_per_replica > 1 and pool.inter_node_fabric == "efa" and efa_interfaces(pool.instance_type) > 0
+    """A multi-node pool whose plan put EFA on its nodes (whether or not its engine image lets NCCL use it), on a
+    type whose cards are known."""
+    return (pool.nodes_per_replica > 1 and pool.inter_node_fabric in EFA_FABRICS
+            and efa_interfaces(pool.instance_type) > 0)
 
 
 def efa_per_pod(pool: Pool) -> int:

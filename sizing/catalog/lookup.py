@@ -293,6 +293,10 @@ class Catalog:
                                                  float(r["primary_card_gbps"]), r["source"], r["as_of"])
                 for r in self.rows("network_cards.csv")}
 
+    def engine_has_aws_ofi_nccl(self, engine: str) -> bool:
+        """The engine's pinned image carries aws-ofi-nccl (nccl_net_plugins.csv `yes`; no, unknown or no row: no)."""
+        return any(r["engine"] == engine and r["aws_ofi_nccl"] == "yes" for r in self.rows("nccl_net_plugins.csv"))
+
     @cached_property
     def checkpoints(self) -> dict[str, CheckpointFacts]:
         """hf_id -> its pinned revision and safetensors bytes (checkpoints.csv)."""

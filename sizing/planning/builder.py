@@ -416,10 +416,12 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
             warnings.append(f"{p.name}: the checkpoint {p.vllm.model} has no pinned Hugging Face revision "
                             "(sizing/data/checkpoints.csv); the copy Job downloads the hub's current main")
         if p.nodes_per_replica > 1:
-            fabric = (f"over EFA (NCCL over aws-ofi-nccl), {p.inter_node_gbps:,.0f} Gbps per node"
-                      if p.inter_node_fabric == "efa" else
-                      f"over ENA (NCCL over TCP sockets), {p.inter_node_gbps:,.0f} Gbps per node: no EFA on "
-                      f"{p.instance_type}" if p.inter_node_fabric == "ena" else "over the network")
+            fabric = {"efa": f"over EFA (NCCL over aws-ofi-nccl), {p.inter_node_gbps:,.0f} Gbps per node",
+                      "efa-sockets": f"over TCP sockets, {p.inter_node_gbps:,.0f} Gbps per node: EFA is attached but "
+                                     f"the {p.engine} image has no aws-ofi-nccl (sizing/data/nccl_net_plugins.csv), "
+                                     "so NCCL cannot use it",
+                      "ena": f"over ENA (NCCL over TCP sockets), {p.inter_node_gbps:,.0f} Gbps per node: no EFA on "
+                             f"{p.instance_type}"}.get(p.inter_node_fabric, "over the network")
             warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel "
                             f"{fabric}); deployed as a LeaderWorkerSet")
     assumptions = [

@@ -196,7 +196,7 @@ def enumerate_candidates(p: PlanningProblem, strategy: str, rejections: list[Rej
             if inst.is_p_family or inst.whole_gpus >= 4:
                 full = inst.whole_gpus if inst.whole_gpus in tps else max(tps)
                 for pp in range(2, MAX_NODES_PER_REPLICA + 1):
-                    yield Candidate(inst, precision, full, pp, node_fabric(cat, inst, pp))
+                    yield Candidate(inst, precision, full, pp, node_fabric(cat, inst, pp, w.single_engine))
 
 
 def precision_supported(cat: Catalog, gpu: str, precision: str) -> str | None:
