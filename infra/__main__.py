@@ -21,7 +21,7 @@ import pulumi  # noqa: E402
 
 from infra.config.image_lock import resolve_pins  # noqa: E402
 from infra.fit.check import NotDeployable  # noqa: E402
-from infra.kubernetes.pulled_images import pulled_image_keys  # noqa: E402
+from infra.kubernetes.pulled_images import installed_chart_keys, pulled_image_keys  # noqa: E402
 from infra.program import Secrets, build_program  # noqa: E402
 from sizing.catalog.weights_source import require_weights_source  # noqa: E402
 from sizing.errors import LlmcapError  # noqa: E402
@@ -80,7 +80,7 @@ def main() -> None:
                             pulled_image_keys(plan, stack.deployment.provisioner))
     except LlmcapError as e:  # one readable line per problem instead of a traceback
         raise pulumi.RunError("\n".join(e.problems)) from None
-    for line in (pins.warning(), pins.charts_note()):
+    for line in (pins.warning(), pins.charts_note(installed_chart_keys(plan, stack.deployment.provisioner))):
         if line:
             pulumi.log.warn(line)
     try:

@@ -110,6 +110,12 @@ class Pool(_M):
     tensor_parallel: int
     pipeline_parallel: int
     nodes_per_replica: int = 1  # > 1 for multi-node replicas (pipeline parallel across nodes)
+    # the network between a multi-node replica's nodes the performance model assumed (sizing/perf/fabric.py):
+    # "efa" (NCCL over aws-ofi-nccl, the instance's aggregate bandwidth), "efa-sockets" (EFA attached, but the
+    # engine image has no aws-ofi-nccl: TCP on the primary card) or "ena" (no EFA: TCP on the primary card);
+    # "" on one node. Gbit/s per node. infra attaches EFA for "efa" and "efa-sockets" (infra/config/efa_cards.py)
+    inter_node_fabric: str = ""
+    inter_node_gbps: float = 0.0
     replicas: int  # planned, including redundancy
     replicas_for_demand: int
     redundancy_replicas: int

@@ -384,8 +384,15 @@ def test_render_names_the_chart_images_not_yet_locked(project: Path) -> None:
     """Until a chart's sub-images are cached and locked, render says which charts in one line."""
     from infra.config import settings
 
-    assert set(settings.charts_not_locked()) == {"nvidia_device_plugin", "keda", "kube_prometheus_stack"}
-    note = ImagePins.charts_note()
+    assert set(settings.charts_not_locked()) == {"nvidia_device_plugin", "keda", "kube_prometheus_stack",
+                                                 "aws_efa_device_plugin"}
+    # only the charts the stack installs: dev has no pool on EFA, so no EFA device plugin
+    from infra.kubernetes.pulled_images import installed_chart_keys
+    from sizing.planning.planner import plan_for
+
+    installed = installed_chart_keys(plan_for(project / "stacks" / "Pulumi.dev.yaml"), "managed-node-groups")
+    assert "aws_efa_device_plugin" not in installed
+    note = ImagePins.charts_note(installed)
     assert note == ("warning: chart images not pinned by digest nor pulled through the cache yet: "
                     "nvidia-device-plugin, keda, kube-prometheus-stack (why: infra/data/versions.yaml "
                     "images_not_locked)")

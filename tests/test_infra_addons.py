@@ -15,6 +15,7 @@ import yaml
 from infra.aws.addons_iam import AUTOSCALER_DESCRIBE_ACTIONS, AUTOSCALER_SCALE_ACTIONS
 from infra.aws.nodegroups import gpu_labels
 from infra.config import settings
+from infra.config.efa_cards import efa_per_pod
 from infra.config.names import (
     CLUSTER_AUTOSCALER_NAMESPACE,
     CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
@@ -178,6 +179,8 @@ def test_gpu_node_groups_carry_discovery_and_scale_from_zero_tags(bundled: Rende
         expected = {f"{TEMPLATE}/label/{k}": v for k, v in gpu_labels(pool).items()}
         expected[f"{TEMPLATE}/taint/{GPU_TAINT_KEY}"] = "true:NoSchedule"
         expected[f"{TEMPLATE}/resources/nvidia.com/gpu"] = str(pool.gpus_per_instance)
+        if efa_per_pod(pool):  # a pool on EFA: the interfaces the plugin advertises, so a pod requesting them fits
+            expected[f"{TEMPLATE}/resources/vpc.amazonaws.com/efa"] = str(efa_per_pod(pool))
         tags = ng.inputs["tags"]
         assert tags["k8s.io/cluster-autoscaler/enabled"] == "true", ng.name
         assert tags[f"k8s.io/cluster-autoscaler/{cluster}"] == "owned", ng.name

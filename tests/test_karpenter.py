@@ -181,10 +181,15 @@ def test_nodepool_limits_must_admit_replicas_max() -> None:
                 if p.rule == "karpenter-limits"]
 
 
-def test_multi_node_pool_on_karpenter_is_refused() -> None:
+def test_multi_node_pool_on_karpenter_passes_on_efa_and_is_refused_without() -> None:
+    """Karpenter v1.14.1 attaches EFA interfaces when the pod requests vpc.amazonaws.com/efa and places the node in
+    the EC2NodeClass's placementGroupSelector (tests/test_karpenter_efa.py); a pool the plan put on no EFA is
+    refused."""
     stack = _with_provisioner(load_stack(ROOT / "stacks" / "Pulumi.llama405b.yaml"), "karpenter")
     plan = plan_stack(stack, h.catalog())
-    problems = check_deployable(FitContext(stack=stack, plan=plan, catalog=h.catalog())).problems
+    assert check_deployable(FitContext(stack=stack, plan=plan, catalog=h.catalog(), api_key="k")).ok
+    tcp = plan.model_copy(update={"pools": [p.model_copy(update={"inter_node_fabric": "ena"}) for p in plan.pools]})
+    problems = check_deployable(FitContext(stack=stack, plan=tcp, catalog=h.catalog())).problems
     assert [p.rule for p in problems if p.rule.startswith("karpenter")] == ["karpenter-multi-node-without-efa"]
 
 

@@ -26,6 +26,7 @@ PINNED = {
     "cluster_autoscaler": settings.chart_app_version("cluster_autoscaler"),
     "router": settings.image("router").tag,
     "karpenter": settings.chart("karpenter").version,
+    "aws_efa_device_plugin": settings.chart("aws_efa_device_plugin").version,
 }
 
 

@@ -14,35 +14,17 @@ every other card at device index 1 with `efa-only` (no IP address: the VPC CNI's
 
 from __future__ import annotations
 
-import csv
-import functools
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from infra.config.efa_cards import EfaCards, efa_cards, efa_interfaces, pool_uses_efa
+
+__all__ = ["EFA_SOURCE", "EfaCards", "efa_cards", "efa_network_interfaces", "instance_has_efa", "uses_efa"]
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.plan import Pool
 
-DATA = Path(__file__).parent.parent / "data" / "efa_network_cards.csv"
 EFA_SOURCE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html (security group, placement group)"
-
-
-@dataclass(frozen=True)
-class EfaCards:
-    instance_type: str
-    network_cards: int  # one EFA interface per card
-    max_efa_interfaces: int
-    source: str
-
-
-@functools.cache
-def efa_cards() -> dict[str, EfaCards]:
-    """instance type -> its EFA network cards (infra/data/efa_network_cards.csv)."""
-    with DATA.open(newline="") as f:
-        return {r["instance_type"]: EfaCards(r["instance_type"], int(r["network_cards"]),
-                                             int(r["max_efa_interfaces"]), r["source"])
-                for r in csv.DictReader(f)}
 
 
 def instance_has_efa(catalog: Catalog, instance_type: str) -> bool:
@@ -51,15 +33,14 @@ def instance_has_efa(catalog: Catalog, instance_type: str) -> bool:
 
 
 def uses_efa(catalog: Catalog, pool: Pool) -> bool:
-    """A multi-node pool on an instance type with EFA: the node group gets EFA interfaces and a placement group."""
-    return pool.nodes_per_replica > 1 and instance_has_efa(catalog, pool.instance_type) \
-        and pool.instance_type in efa_cards()
+    """A multi-node pool on EFA (infra/config/efa_cards.py pool_uses_efa: the plan assumed EFA for it): the node
+    group gets EFA interfaces and a placement group. `catalog` is unused, kept for the callers' signature."""
+    return pool_uses_efa(pool)
 
 
 def efa_network_interfaces(instance_type: str, security_group_ids: list[Any]) -> list[dict[str, Any]]:
     """The launch template's network_interfaces: one EFA interface per network card (pulumi_aws arg names)."""
-    cards = efa_cards()[instance_type].network_cards
     return [{"network_card_index": i, "device_index": 0 if i == 0 else 1,
              "interface_type": "efa" if i == 0 else "efa-only",
              "delete_on_termination": "true", "security_groups": security_group_ids}
-            for i in range(min(cards, efa_cards()[instance_type].max_efa_interfaces))]
+            for i in range(efa_interfaces(instance_type))]

@@ -22,6 +22,7 @@ import yaml
 
 from infra.aws.addons_iam import AUTOSCALER_ENABLED_TAG, autoscaler_owner_tag
 from infra.aws.efa import EFA_SOURCE, efa_network_interfaces
+from infra.config.efa_cards import EFA_RESOURCE, efa_per_pod
 from infra.config.names import COMPONENT_PREFIX, GPU_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, ROLE_LABEL
 
 if TYPE_CHECKING:
@@ -144,6 +145,11 @@ def node_template_tags(pool: Pool) -> dict[str, str]:
     tags = {f"{NODE_TEMPLATE_TAG}/label/{k}": v for k, v in gpu_labels(pool).items()}
     tags[f"{NODE_TEMPLATE_TAG}/taint/{GPU_TAINT_KEY}"] = f"{GPU_TAINT_VALUE}:NoSchedule"
     tags[f"{NODE_TEMPLATE_TAG}/resources/{GPU_RESOURCE}"] = str(pool.gpus_per_instance)
+    # a pool on EFA: the vpc.amazonaws.com/efa its pods request (cluster-autoscaler/cloudprovider/aws/README.md:
+    # "Cluster Autoscaler can also determine the resources provided by each Auto Scaling Group via tags. The tag is
+    # of the format k8s.io/cluster-autoscaler/node-template/resources/<resource-name>")
+    if efa_per_pod(pool):
+        tags[f"{NODE_TEMPLATE_TAG}/resources/{EFA_RESOURCE}"] = str(efa_per_pod(pool))
     return tags
 
 

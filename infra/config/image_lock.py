@@ -113,9 +113,10 @@ class ImagePins:
                 f"pin them with llmcap images lock (writes {self.lock_file})")
 
     @staticmethod
-    def charts_note() -> str:
-        """One line naming the add-on charts whose images are neither cached nor locked yet."""
-        charts = settings.charts_not_locked()
+    def charts_note(installed: tuple[str, ...] | None = None) -> str:
+        """One line naming the add-on charts (of `installed`, the charts the stack installs; None: all) whose
+        images are neither cached nor locked yet."""
+        charts = [k for k in settings.charts_not_locked() if installed is None or k in installed]
         if not charts:
             return ""
         return (f"warning: chart images not pinned by digest nor pulled through the cache yet: "

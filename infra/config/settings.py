@@ -100,6 +100,11 @@ def chart(key: str) -> Chart:
 
 
 
+def chart_field(key: str, name: str) -> str:
+    """One field of a chart's versions.yaml entry, as text (e.g. `image_path`)."""
+    return str(_load("versions.yaml")["charts"][key][name])
+
+
 def chart_app_version(key: str) -> str:
     """The application version a chart installs (its appVersion), where the versions file records it."""
     return str(_load("versions.yaml")["charts"][key]["app_version"])

@@ -7,7 +7,10 @@ EFA comes from the catalog's `efa` column (sizing/data/instances.csv, DescribeIn
 EfaSupported) and the network cards in infra/data/efa_network_cards.csv (infra/aws/efa.py).
 
 `karpenter-limits` / `karpenter-multi-node-without-efa` (provisioner karpenter): a pool's NodePool limits
-admit the nodes its replicas_max needs; a multi-node pool on Karpenter is refused (no EFA on its nodes).
+admit the nodes its replicas_max needs; a multi-node pool on Karpenter is refused unless it is on EFA (its pods
+request vpc.amazonaws.com/efa, so Karpenter attaches the interfaces; its EC2NodeClass names a placement group).
+
+`efa-unallocatable`: a serving pod requests no more vpc.amazonaws.com/efa than its node advertises.
 The other rules (allocatable, GPUs per node, storage) read the plan's pool and apply to both provisioners.
 
 `reservation-type-mismatch`: a pool on a reservation must be the reservation's instance type (the
@@ -17,10 +20,18 @@ planner places it so; a hand-edited saved plan could break it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from infra.aws.efa import efa_cards, instance_has_efa
-from infra.fit.check import FitContext, FitProblem, fit_rule
+from infra.aws.efa import efa_cards, instance_has_efa, uses_efa
+from infra.config.efa_cards import EFA_RESOURCE, efa_interfaces, pool_uses_efa
+from infra.fit.check import FitContext, FitProblem, fit_row, fit_rule
+from infra.fit.rules import pool_views
 from infra.karpenter.nodes import GPU_RESOURCE, instances_for_replicas_max, karpenter_pools, nodepool_limits
+from infra.kubernetes import efa_plugin
+from infra.kubernetes.nccl_env import nccl_transport
+
+if TYPE_CHECKING:
+    from sizing.plan import Pool
 
 SRC_EFA = ("https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html; NCCL without an EFA (libfabric) "
            "network plugin uses its socket transport (aws-ofi-nccl README)")
@@ -35,12 +46,66 @@ def multi_node_without_efa(fit: FitContext) -> Iterator[FitProblem]:
             why = f"{p.instance_type} has no EFA (sizing/data/instances.csv efa)"
         elif p.instance_type not in efa_cards():
             why = f"{p.instance_type} has no row in infra/data/efa_network_cards.csv (scripts/build_bundled_catalog.py)"
+        elif not pool_uses_efa(p):
+            why = (f"the plan assumed {p.inter_node_fabric or 'no stated'} fabric between them (a plan saved before "
+                   "it said which: re-plan with `llmcap plan STACK --write`)")
         else:
             continue
         yield FitProblem("multi-node-without-efa", p.name,
                          f"each replica spans {p.nodes_per_replica} nodes but {why}: NCCL would fall back to TCP "
                          "sockets between nodes; allow an instance type with EFA (llmcap:hardware.instance_types) "
                          "or a precision whose replica fits one node", SRC_EFA)
+
+
+SRC_EFA_ALLOCATABLE = ("the kubelet schedules a pod only onto a node whose allocatable covers each extended resource "
+                       "it "
+                       "requests; the EFA device plugin (eks-charts aws-efa-k8s-device-plugin v0.5.30) advertises "
+                       "vpc.amazonaws.com/efa only on the nodes its DaemonSet selects (supportedInstanceLabels), one "
+                       "per EFA interface the node has")
+
+
+def efa_allocatable(fit: FitContext, pool: Pool) -> int:
+    """`vpc.amazonaws.com/efa` a node of the pool advertises where the EFA device plugin runs on it (else 0): on a
+    managed node group the interfaces its launch template attaches (infra/aws/efa.py); on Karpenter the instance
+    type's EFA capacity, which Karpenter attaches when the pods request the resource (SRC_KARPENTER_EFA)."""
+    if pool.instance_type not in efa_plugin.plugin_instance_types(fit.plan) or not uses_efa(fit.catalog, pool):
+        return 0
+    if pool in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
+        cards = efa_cards().get(pool.instance_type)
+        return cards.max_efa_interfaces if cards else 0
+    return efa_interfaces(pool.instance_type)
+
+
+@fit_rule("efa-unallocatable")
+def efa_unallocatable(fit: FitContext) -> Iterator[FitProblem]:
+    """A serving pod requesting more vpc.amazonaws.com/efa than its node advertises never schedules."""
+    for v in pool_views(fit):
+        have = efa_allocatable(fit, v.pool)
+        for role, pod in v.pods:
+            need = sum(int((c.get("resources") or {}).get("requests", {}).get(EFA_RESOURCE, 0))
+                       for c in pod.get("containers", []))
+            if need > have:
+                yield FitProblem("efa-unallocatable", v.pool.name,
+                                 f"the {role} pod requests {need} {EFA_RESOURCE} but a {v.pool.instance_type} node "
+                                 f"advertises {have} (EFA device plugin on the node: "
+                                 f"{'yes' if have else 'no'}); the pod would stay Pending: install the plugin on "
+                                 "these nodes (infra/kubernetes/efa_plugin.py) or attach the interfaces",
+                                 SRC_EFA_ALLOCATABLE)
+
+
+@fit_row
+def _efa_rows(fit: FitContext) -> dict[str, dict[str, object]]:
+    """Multi-node pools: the EFA devices a pod requests against what its node advertises, and how NCCL moves the
+    traffic between the nodes (infra/kubernetes/nccl_env.py): over aws-ofi-nccl, or over sockets and why."""
+    out: dict[str, dict[str, object]] = {}
+    for v in pool_views(fit):
+        if v.pool.nodes_per_replica <= 1:
+            continue
+        need = max(sum(int((c.get("resources") or {}).get("requests", {}).get(EFA_RESOURCE, 0))
+                       for c in pod.get("containers", [])) for _, pod in v.pods)
+        out[v.pool.name] = {"EFA req/node": f"{need}/{efa_allocatable(fit, v.pool)}",
+                            "NCCL between nodes": nccl_transport(v.pool)}
+    return out
 
 
 @fit_rule("reservation-type-mismatch")
@@ -60,7 +125,8 @@ def reservation_type_mismatch(fit: FitContext) -> Iterator[FitProblem]:
 SRC_KARPENTER_LIMITS = ("Karpenter v1.14 concepts/nodepools.md spec.limits: the NodePool launches no node once its "
                         "nodes' resources reach a limit (infra/karpenter/nodes.py nodepool_limits)")
 SRC_KARPENTER_EFA = ("Karpenter v1.14.1 pkg/providers/instance/instance.go getEFACountForInstance: EFA interfaces only "
-                     "when the pod requests vpc.amazonaws.com/efa or the EC2NodeClass lists networkInterfaces")
+                     "when the pod requests vpc.amazonaws.com/efa or the EC2NodeClass lists networkInterfaces, as many "
+                     "as the instance type's vpc.amazonaws.com/efa capacity (launchtemplate.go, one per network card)")
 
 
 @fit_rule("karpenter-limits")
@@ -83,12 +149,13 @@ def karpenter_limits(fit: FitContext) -> Iterator[FitProblem]:
 
 @fit_rule("karpenter-multi-node-without-efa")
 def karpenter_multi_node(fit: FitContext) -> Iterator[FitProblem]:
-    """llmcap's EC2NodeClass lists no EFA networkInterfaces and its pods request no vpc.amazonaws.com/efa, so a
-    Karpenter node would come up without EFA: a multi-node pool is refused, as it is without EFA elsewhere."""
+    """A multi-node pool on Karpenter gets EFA only when its pods request vpc.amazonaws.com/efa (pool_uses_efa:
+    the plan put it on EFA); otherwise its nodes come up without EFA and it is refused, as elsewhere."""
     for p in karpenter_pools(fit.stack.deployment.provisioner, fit.plan.pools):
-        if p.nodes_per_replica > 1:
+        if p.nodes_per_replica > 1 and not pool_uses_efa(p):
             yield FitProblem("karpenter-multi-node-without-efa", p.name,
-                             f"each replica spans {p.nodes_per_replica} nodes, and Karpenter nodes get no EFA "
-                             "interfaces from llmcap: NCCL would fall back to TCP sockets; set "
-                             "llmcap:deployment.provisioner: managed-node-groups (EFA interfaces, placement group)",
-                             SRC_KARPENTER_EFA)
+                             f"each replica spans {p.nodes_per_replica} nodes, but the plan put the pool on "
+                             f"{p.inter_node_fabric or 'no stated'} fabric, so its pods request no "
+                             f"{EFA_RESOURCE} and Karpenter attaches no EFA interfaces: NCCL would fall back to TCP "
+                             "sockets; allow an instance type with EFA (llmcap:hardware.instance_types) and re-plan "
+                             "with `llmcap plan STACK --write`", SRC_KARPENTER_EFA)

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infra.config.efa_cards import pool_uses_efa
 from infra.config.names import GPU_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL, ROLE_LABEL
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ def nodeclass_name(pool: Pool) -> str:
     return f"llmcap-{pool.name}"
 
 
-def ec2_node_class(pool: Pool, *, cluster_name: str, node_role_name: str, platform: Platform) -> dict[str, Any]:
+def ec2_node_class(pool: Pool, *, cluster_name: str, node_role_name: str, platform: Platform,
+                   placement_group: str | None = None) -> dict[str, Any]:
     """The pool's EC2NodeClass: AL2023 (NVIDIA variant) AMI alias, the node role, subnets and security group by
     the cluster's discovery tag, IMDSv2 only with hop limit from platform.yaml, an encrypted gp3 root volume of
     the pool's root_volume_gib (as its managed node group's), and the pool's reservation when it has one."""
@@ -78,6 +80,10 @@ def ec2_node_class(pool: Pool, *, cluster_name: str, node_role_name: str, platfo
     }
     if pool.capacity_reservation_id:
         spec["capacityReservationSelectorTerms"] = [{"id": pool.capacity_reservation_id}]
+    if placement_group:
+        # a pool on EFA: its cluster placement group, which Karpenter resolves by name (EC2NodeClass
+        # spec.placementGroupSelector, pkg/apis/v1/ec2nodeclass.go at v1.14.1: "the name or the id of the placement")
+        spec["placementGroupSelector"] = {"name": placement_group}
     return {"apiVersion": NODECLASS_API, "kind": "EC2NodeClass",
             "metadata": {"name": nodeclass_name(pool)}, "spec": spec}
 
@@ -104,7 +110,10 @@ def node_pool(pool: Pool, *, zone_ids: list[str], vcpus_per_instance: int) -> di
     requirements = [
         {"key": INSTANCE_TYPE_KEY, "operator": "In", "values": [pool.instance_type]},
         {"key": CAPACITY_TYPE_KEY, "operator": "In", "values": CAPACITY_TYPES[pool.purchase]},
-        {"key": ZONE_ID_KEY, "operator": "In", "values": sorted(zone_ids)},
+        # a pool on EFA: one zone, that of its cluster placement group ("A cluster placement group can't span
+        # multiple Availability Zones", EC2 user guide placement-strategies)
+        {"key": ZONE_ID_KEY, "operator": "In",
+         "values": sorted(zone_ids)[:1] if pool_uses_efa(pool) else sorted(zone_ids)},
     ]
     return {
         "apiVersion": NODEPOOL_API, "kind": "NodePool",
@@ -129,15 +138,17 @@ def node_pool(pool: Pool, *, zone_ids: list[str], vcpus_per_instance: int) -> di
     }
 
 
-def controller_values(cluster_name: str, service_account: str, image_values: dict[str, Any] | None = None
-                      ) -> dict[str, Any]:
+def controller_values(cluster_name: str, service_account: str, image_values: dict[str, Any] | None = None,
+                      interruption_queue: str = "") -> dict[str, Any]:
     """Helm values of the Karpenter chart (charts/karpenter/values.yaml at v1.14.1): on the system nodes, the
     cluster name, the ReservedCapacity feature gate on, the service account its Pod Identity binds, and the
     controller image through the pull-through cache at its locked digest (`image_values`: the chart's
     `controller.image` repository and tag, infra/kubernetes/components/addons.py chart_image_values).
-    No interruption queue (settings.interruptionQueue left empty: Karpenter then does not poll SQS)."""
+    `interruption_queue`: the SQS queue's name (infra/karpenter/interruption.py) for settings.interruptionQueue
+    ("the name of the SQS queue used for processing interruption events from EC2"; "" leaves handling off)."""
     out: dict[str, Any] = {
-        "settings": {"clusterName": cluster_name, "featureGates": {"reservedCapacity": True}},
+        "settings": {"clusterName": cluster_name, "featureGates": {"reservedCapacity": True},
+                     **({"interruptionQueue": interruption_queue} if interruption_queue else {})},
         "serviceAccount": {"create": True, "name": service_account},
         "nodeSelector": SYSTEM_NODES,
     }

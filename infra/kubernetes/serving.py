@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from infra.config import settings
+from infra.config.efa_cards import EFA_RESOURCE, efa_per_pod
 from infra.config.names import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from infra.config.registry import ImageRefs
 from infra.kubernetes import sglang_args, vllm_args
@@ -26,6 +27,7 @@ from infra.kubernetes.k8s_common import (
     serving_labels,
     serving_name,
 )
+from infra.kubernetes.nccl_env import nccl_efa_env
 from infra.kubernetes.vllm_args import ModelSource, MultiNode
 
 if TYPE_CHECKING:
@@ -176,6 +178,10 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
     gpus = str(gpus_per_pod(pool))
     mode = ctx.weights_mode
     engine = engine_of(pool)
+    # a pool on EFA: every EFA interface of the node (one pod per node), which the EFA device plugin advertises
+    # (infra/kubernetes/efa_plugin.py); requests equal limits, as for any extended resource
+    n_efa = efa_per_pod(pool)
+    efa = {EFA_RESOURCE: str(n_efa)} if n_efa else {}
     env = [
         secret_env(engine.api_key_env, API_KEY_SECRET, API_KEY_SECRET_KEY),
         {"name": "HOME", "value": HOME},
@@ -184,6 +190,7 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         {"name": "AWS_REGION", "value": ctx.region},
         {"name": "HF_HUB_OFFLINE", "value": "1"},  # weights come from our bucket, never the hub
         *({"name": k, "value": v} for k, v in engine.telemetry_env),
+        *nccl_efa_env(pool),  # NCCL over aws-ofi-nccl on a pool on EFA (infra/kubernetes/nccl_env.py)
     ]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "home", "mountPath": HOME}]
     volumes: list[dict[str, Any]] = [
@@ -198,8 +205,8 @@ def _pod_spec(pool: Pool, ctx: ServingContext, args: list[str], serves_http: boo
         "env": env,
         # CPU and memory are the node's allocatable share per replica, as the plan sized them
         "resources": {"requests": {"cpu": f"{pool.cpu_millicores_per_replica}m",
-                                   "memory": f"{pool.memory_mib_per_replica}Mi", "nvidia.com/gpu": gpus},
-                      "limits": {"nvidia.com/gpu": gpus}},
+                                   "memory": f"{pool.memory_mib_per_replica}Mi", "nvidia.com/gpu": gpus, **efa},
+                      "limits": {"nvidia.com/gpu": gpus, **efa}},
         # vLLM writes JIT kernels and compile caches at run time in places beyond HOME, so the root
         # filesystem stays writable; everything else of the restricted profile applies
         "securityContext": container_security_context(read_only_root=False),

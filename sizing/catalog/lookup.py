@@ -34,6 +34,7 @@ from sizing.catalog.records import (
     Instance,
     Interconnect,
     ModelArch,
+    NetworkCards,
     PlatformPrice,
     PlatformSetting,
     PrecisionFormat,
@@ -292,6 +293,17 @@ class Catalog:
         """GPU name -> its PCIe link (interconnects.csv)."""
         return {r["gpu"]: Interconnect(r["gpu"], float(r["pcie_bandwidth_gbs_per_direction"]), r["source"],
                                        r["as_of"]) for r in self.rows("interconnects.csv")}
+
+    @cached_property
+    def network_cards(self) -> dict[str, NetworkCards]:
+        """instance type -> its network cards and the primary card's bandwidth (network_cards.csv)."""
+        return {r["instance_type"]: NetworkCards(r["instance_type"], int(r["network_cards"]),
+                                                 float(r["primary_card_gbps"]), r["source"], r["as_of"])
+                for r in self.rows("network_cards.csv")}
+
+    def engine_has_aws_ofi_nccl(self, engine: str) -> bool:
+        """The engine's pinned image carries aws-ofi-nccl (nccl_net_plugins.csv `yes`; no, unknown or no row: no)."""
+        return any(r["engine"] == engine and r["aws_ofi_nccl"] == "yes" for r in self.rows("nccl_net_plugins.csv"))
 
     @cached_property
     def checkpoints(self) -> dict[str, CheckpointFacts]:

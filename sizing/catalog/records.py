@@ -295,6 +295,18 @@ class Interconnect:
 
 
 @dataclass(frozen=True)
+class NetworkCards:
+    """An instance type's network cards (network_cards.csv): how many, and the primary card's baseline
+    bandwidth in Gbit/s (the card the node's one ENA interface sits on)."""
+
+    instance_type: str
+    network_cards: int
+    primary_card_gbps: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
 class CheckpointFacts:
     """A served checkpoint's pinned facts (checkpoints.csv)."""
 

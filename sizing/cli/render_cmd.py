@@ -89,7 +89,7 @@ def render(
     from infra.compose import COMPOSE_IMAGES
     from infra.config.image_lock import resolve_pins
     from infra.kubernetes.engines import images_in_use
-    from infra.kubernetes.pulled_images import pulled_image_keys
+    from infra.kubernetes.pulled_images import installed_chart_keys, pulled_image_keys
 
     # only the images this target pulls count (the compose server runs its pools' engine and Prometheus)
     pulled = (tuple(images_in_use(plan, COMPOSE_IMAGES)) if target == "compose"
@@ -123,7 +123,7 @@ def render(
     report = check_deployable(FitContext(stack=stack, plan=plan, catalog=cat, api_key=api_key,
                                          extra={"image_pins": pins, "hf_token_set": not no_token}))
     typer.echo(which)
-    for line in (pins.warning(), pins.charts_note()):
+    for line in (pins.warning(), pins.charts_note(installed_chart_keys(plan, stack.deployment.provisioner))):
         if line:
             typer.echo(line, err=True)
     con = console()

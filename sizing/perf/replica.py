@@ -19,7 +19,10 @@ class ReplicaConfig:
     vLLM --enforce-eager / SGLang --disable-cuda-graph; `async_scheduling` is vLLM
     --async-scheduling (CPU scheduling overlaps the GPU step). `awq_marlin` False is an AWQ checkpoint
     served with `--quantization awq` (the unfused AWQ kernels, not Marlin; sizing.perf.step
-    engines.csv awq_unfused_dequantize_min_tokens); llmcap renders nothing else, so only measured rows set it."""
+    engines.csv awq_unfused_dequantize_min_tokens); llmcap renders nothing else, so only measured rows set it.
+    `fabric` / `fabric_gbps`: the network between the nodes of a multi-node replica (pp > 1, one stage per
+    node), "efa" or "ena" at Gbit/s per node (sizing.perf.fabric.node_fabric); None: the stages share a node,
+    or no inter-node term is modelled."""
 
     model: ModelArch
     gpu: str
@@ -35,3 +38,5 @@ class ReplicaConfig:
     cuda_graphs: bool = True
     async_scheduling: bool = False
     awq_marlin: bool = True
+    fabric: str | None = None
+    fabric_gbps: float | None = None

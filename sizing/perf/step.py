@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sizing.errors import PerfModelError
+from sizing.perf.fabric import pipeline_bytes_per_token
 from sizing.perf.memory import (
     dense_bytes_per_param,
     embedding_params,
@@ -174,6 +175,10 @@ class StepModel:
     attn_topk: float = math.inf
     indexer_fraction: float = 0.0
     indexer_flops_per_ctx_token_per_gpu: float = 0.0
+    # a multi-node replica (one pipeline stage per node): each step sends every token's intermediate tensors
+    # across the pp - 1 stage boundaries over the inter-node fabric (sizing/perf/fabric.py), bytes/s per node
+    pipeline_bytes_per_token: float = 0.0
+    fabric_bytes_per_s: float = math.inf
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -247,7 +252,14 @@ class StepModel:
         """GPU time of `n_steps` steps, whole replica (all pp stages), seconds: the roofline bound."""
         mem, comp, comm = self.parts(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
                                      n_steps)
-        return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm + n_steps * self.launch_s)
+        return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm + n_steps * self.launch_s) \
+            + self.inter_node_s(decode_seqs + prefill_tokens)
+
+    def inter_node_s(self, tokens: float) -> float:
+        """Seconds the step's `tokens` spend crossing the pp - 1 node boundaries (0 on one node)."""
+        if self.pipeline_bytes_per_token == 0.0:
+            return 0.0
+        return (self.pp - 1) * tokens * self.pipeline_bytes_per_token / self.fabric_bytes_per_s
 
     def step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
                prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None, n_steps: float = 1.0) -> float:
@@ -288,8 +300,9 @@ def _attn_flops_per_ctx_token(model: ModelArch) -> float:
 def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_name: str, precision: str,
                      tp: int, pp: int, kv_cache_dtype: str, engine: str, interconnect: str,
                      cuda_graphs: bool = True, async_scheduling: bool = False,
-                     awq_marlin: bool = True) -> StepModel:
+                     awq_marlin: bool = True, fabric_gbps: float | None = None) -> StepModel:
     """Precompute a replica's step-model constants from the catalog and the calibration.
+    `fabric_gbps`: Gbit/s per node between the pipeline stages of a multi-node replica (None: one node).
     `awq_marlin` False: an AWQ checkpoint on the unfused kernels (engines.csv
     `awq_unfused_dequantize_min_tokens`). An engine engines.csv does not list (tgi, calibration only)
     has neither kernel rule."""
@@ -372,6 +385,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         # DSA (DeepSeek-V3.2-Exp inference/model.py): attention over min(index_topk, context) keys; the
         # indexer's FP8 keys of every cached token are read and scored (index_n_heads x index_head_dim
         # multiply-adds per layer per context token)
+        pipeline_bytes_per_token=pipeline_bytes_per_token(model) if fabric_gbps and pp > 1 else 0.0,
+        fabric_bytes_per_s=fabric_gbps * GB / 8.0 if fabric_gbps and pp > 1 else math.inf,
         attn_topk=float(model.index_topk) if model.index_topk else math.inf,
         indexer_fraction=indexer_bytes_per_token_per_layer(model) * model.num_layers * rep / kv_tok
         if model.index_topk else 0.0,

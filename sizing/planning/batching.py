@@ -66,10 +66,11 @@ MIN_GAIN = 0.01  # a grid point replaces the default flags only when its goodput
 
 def _cfg(model: ModelArch, ev: Evaluated, w: WorkloadSpec, budget: int | None = None,
          seqs: int | None = None) -> ReplicaConfig:
-    return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
+    return ev.cand.with_fabric(ReplicaConfig(
+        model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
                          pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine,
                          interconnect=ev.cand.instance.gpu_interconnect, max_num_seqs=seqs,
-                         max_num_batched_tokens=budget)
+                         max_num_batched_tokens=budget))
 
 
 def _grid(cat: Catalog, model: ModelArch, ev: Evaluated, w: WorkloadSpec, mode: str) -> tuple[int, int, Goodput]:

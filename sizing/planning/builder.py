@@ -50,11 +50,12 @@ def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
     """The replica config, with the batching flags the planner tuned (sizing.planning.batching) if any."""
     w = stack.workload
     t = ev.tuning
-    return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
+    return ev.cand.with_fabric(ReplicaConfig(
+        model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
                          pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine,
                          interconnect=ev.cand.instance.gpu_interconnect,
                          max_num_seqs=t.max_num_seqs if t else None,
-                         max_num_batched_tokens=t.max_num_batched_tokens if t else None)
+                         max_num_batched_tokens=t.max_num_batched_tokens if t else None))
 
 
 def sglang_schedule_policy(w: WorkloadSpec) -> str:
@@ -115,7 +116,9 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
-        nodes_per_replica=c.pp, replicas=replicas, replicas_for_demand=replicas - redundancy_replicas,
+        nodes_per_replica=c.pp, inter_node_fabric=c.fabric.name if c.fabric else "",
+        inter_node_gbps=c.fabric.gbps if c.fabric else 0.0, replicas=replicas,
+        replicas_for_demand=replicas - redundancy_replicas,
         redundancy_replicas=redundancy_replicas, replicas_per_instance=c.replicas_per_instance,
         instances_min=instances, instances_desired=instances, instances_max=inst_max, replicas_max=replicas_max,
         precision=c.precision, purchase=purchase, usd_per_instance_hour=price, usd_per_hour=instances * price,
@@ -414,8 +417,14 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
             warnings.append(f"{p.name}: the checkpoint {p.vllm.model} has no pinned Hugging Face revision "
                             "(sizing/data/checkpoints.csv); the copy Job downloads the hub's current main")
         if p.nodes_per_replica > 1:
-            warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel over "
-                            "the network); deployed as a LeaderWorkerSet")
+            fabric = {"efa": f"over EFA (NCCL over aws-ofi-nccl), {p.inter_node_gbps:,.0f} Gbps per node",
+                      "efa-sockets": f"over TCP sockets, {p.inter_node_gbps:,.0f} Gbps per node: EFA is attached but "
+                                     f"the {p.engine} image has no aws-ofi-nccl (sizing/data/nccl_net_plugins.csv), "
+                                     "so NCCL cannot use it",
+                      "ena": f"over ENA (NCCL over TCP sockets), {p.inter_node_gbps:,.0f} Gbps per node: no EFA on "
+                             f"{p.instance_type}"}.get(p.inter_node_fabric, "over the network")
+            warnings.append(f"{p.name}: each replica spans {p.nodes_per_replica} nodes (pipeline parallel "
+                            f"{fabric}); deployed as a LeaderWorkerSet")
     assumptions = [
         f"demand: {demand.formula}",
         "replicas = ceil(demand ÷ goodput per replica at the SLO) + redundancy "

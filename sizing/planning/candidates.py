@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from sizing.perf.fabric import NodeFabric, node_fabric
 from sizing.plan import Rejection
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from sizing.catalog.records import Instance, ModelArch
     from sizing.perf.load import Goodput
     from sizing.perf.memory import MemoryFit
+    from sizing.perf.replica import ReplicaConfig
     from sizing.planning.demand import Demand
     from sizing.planning.problem import PlanningProblem
 
@@ -32,6 +34,7 @@ class Candidate:
     precision: str
     tp: int
     pp: int  # pipeline stages; > 1 only across nodes (one stage per node)
+    fabric: NodeFabric | None = None  # the network between its nodes (pp > 1; sizing/perf/fabric.py)
 
     @property
     def nodes_per_replica(self) -> int:
@@ -40,6 +43,12 @@ class Candidate:
     @property
     def replicas_per_instance(self) -> int:
         return max(self.instance.whole_gpus // self.tp, 1) if self.pp == 1 else 1
+
+    def with_fabric(self, cfg: ReplicaConfig) -> ReplicaConfig:
+        """`cfg` with this candidate's inter-node fabric (ReplicaConfig fabric, fabric_gbps)."""
+        if self.fabric is None:
+            return cfg
+        return replace(cfg, fabric=self.fabric.name, fabric_gbps=self.fabric.gbps)
 
     def label(self) -> str:
         par = f"TP{self.tp}" + (f"×PP{self.pp}" if self.pp > 1 else "")
@@ -187,7 +196,7 @@ def enumerate_candidates(p: PlanningProblem, strategy: str, rejections: list[Rej
             if inst.is_p_family or inst.whole_gpus >= 4:
                 full = inst.whole_gpus if inst.whole_gpus in tps else max(tps)
                 for pp in range(2, MAX_NODES_PER_REPLICA + 1):
-                    yield Candidate(inst, precision, full, pp)
+                    yield Candidate(inst, precision, full, pp, node_fabric(cat, inst, pp, w.single_engine))
 
 
 def precision_supported(cat: Catalog, gpu: str, precision: str) -> str | None:

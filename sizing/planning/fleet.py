@@ -71,11 +71,12 @@ class FleetOutcome:
 
 def replica_config(model: ModelArch, ev: Evaluated, w: WorkloadSpec) -> ReplicaConfig:
     t = ev.tuning
-    return ReplicaConfig(model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
+    return ev.cand.with_fabric(ReplicaConfig(
+        model=model, gpu=ev.cand.instance.gpu, precision=ev.cand.precision, tp=ev.cand.tp,
                          pp=ev.cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine,
                          interconnect=ev.cand.instance.gpu_interconnect,
                          max_num_seqs=t.max_num_seqs if t else None,
-                         max_num_batched_tokens=t.max_num_batched_tokens if t else None)
+                         max_num_batched_tokens=t.max_num_batched_tokens if t else None))
 
 
 def synthesize(classes: list[RequestClass], top_rate: float | None, seed: int = 0) -> Trace:

@@ -88,8 +88,9 @@ def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: lis
     if price is None:
         reject("no-price", f"no {purchase} price for {inst.instance_type} in {region} in the catalog")
         return None
-    cfg = ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp, pp=cand.pp,
-                        kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine, interconnect=inst.gpu_interconnect)
+    cfg = cand.with_fabric(ReplicaConfig(model=model, gpu=inst.gpu, precision=cand.precision, tp=cand.tp,
+                                         pp=cand.pp, kv_cache_dtype=w.kv_cache_dtype, engine=w.single_engine,
+                                         interconnect=inst.gpu_interconnect))
     fit = memory_fit(cat, cfg, w.context_tokens, gpu_memory_gib=inst.gpu_memory_gib_each)
     if not fit.fits:
         reject("does-not-fit", fit.reason)

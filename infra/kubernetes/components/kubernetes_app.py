@@ -17,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import settings
+from infra.config.efa_cards import efa_per_pod
 from infra.config.image_lock import ImagePins
 from infra.config.names import (
     COMPONENT_PREFIX,
@@ -29,7 +30,7 @@ from infra.config.names import (
 )
 from infra.config.platform import load_platform
 from infra.config.registry import ImageRefs
-from infra.kubernetes import autoscaling, netpol, smoke
+from infra.kubernetes import autoscaling, efa_plugin, netpol, smoke
 from infra.kubernetes import router as router_module
 from infra.kubernetes.app_objects import namespace_object, secret_object, service_account_object
 from infra.kubernetes.components import apply
@@ -189,6 +190,7 @@ class KubernetesApp(pulumi.ComponentResource):
                 min_replicas=autoscaling.min_replicas(plan, pool),
                 weights_job=jobs[pool.vllm.model], device_plugin=addons["device"], namespace_ready=[ns_res],
                 keda=addons["keda"], metrics=observability.metrics, leader_worker_set=addons.get("lws"),
+                efa_device_plugin=addons.get("efa") if efa_per_pod(pool) else None,
                 pod_annotations=dict(DO_NOT_DISRUPT) if d.provisioner == "karpenter" else {}),
                 part).workload)
 
@@ -223,6 +225,9 @@ class KubernetesApp(pulumi.ComponentResource):
             "keda": release("keda", {}),
             "dcgm": release("dcgm_exporter", dcgm_exporter_values()),
         }
+        efa_types = efa_plugin.plugin_instance_types(plan)
+        if efa_types:
+            out["efa"] = release(efa_plugin.KEY, efa_plugin.device_plugin_values(args.region, efa_types))
         if any(p.nodes_per_replica > 1 for p in plan.pools):
             pins, host = args.image_pins, args.registry_host
             lws_values: pulumi.Input[dict[str, Any]] = (

@@ -40,6 +40,7 @@ class ServingPoolArgs:
     keda: pulumi.Resource
     metrics: pulumi.Resource
     leader_worker_set: pulumi.Resource | None = None
+    efa_device_plugin: pulumi.Resource | None = None  # a pool on EFA waits for the plugin that advertises it
     min_replicas: int | None = None  # KEDA's floor from a trace plan (autoscaling.min_replicas); None = replicas
     pod_annotations: dict[str, str] = field(default_factory=dict)  # on every serving pod (serving.ServingContext)
 
@@ -60,7 +61,8 @@ class ServingPool(apply.MovedOutOfApp):
         shape = build("bucket", ImageRefs.upstream())  # kind and metadata depend on neither
         spec = pulumi.Output.all(args.weights_bucket, args.images).apply(lambda a: build(a[0], a[1])["spec"])
         deps = [args.weights_job, args.device_plugin] + \
-            ([args.leader_worker_set] if args.leader_worker_set is not None else [])
+            ([args.leader_worker_set] if args.leader_worker_set is not None else []) + \
+            ([args.efa_device_plugin] if args.efa_device_plugin is not None else [])
         wait = minutes(serving.rollout_timeout_s(pool, args.before_engine_s))
         opts_ = self.child(deps, ignore_changes=["spec.replicas"],
                            custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))
