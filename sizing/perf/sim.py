@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
+from sizing.perf.batch_scheduler import KvBlocks, schedule_step
 from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
@@ -337,11 +338,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     done = 0
     stable = True
 
-    def blocks_for(tokens: np.ndarray | int, hits: np.ndarray | int) -> np.ndarray | int:
-        own = -(-tokens // blk)
-        if not sw_groups:
-            return own - hits // blk
-        return full_groups * (own - hits // blk) + sw_groups * np.minimum(own, win_blocks)
+    blocks_for = KvBlocks(blk, full_groups, sw_groups, win_blocks)
 
     while done < n:
         iterations += 1
@@ -357,77 +354,12 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                 t = t_next
                 continue
             break
-        budget = budget_tokens
-        preempted = False
-        R = running
+        plan = schedule_step(P, G, C, B, H, running, waiting, free, budget_tokens, max_seqs, blocks_for)
+        R, sched, free = plan.running, plan.sched, plan.free
+        preemptions += len(plan.preempted)
+        preempted = bool(plan.preempted)
         CR, GR = C[R], G[R]
         need = P[R] + GR - CR
-        sched = np.minimum(np.maximum(budget - (need.cumsum() - need), 0), need)
-        newb = blocks_for(CR + sched, H[R]) - B[R]
-        newb[sched == 0] = 0
-        nb_total = int(newb.sum())
-        if nb_total <= free:
-            free -= nb_total
-            B[R] += newb
-            budget -= int(sched.sum())
-        else:  # the slow path, request by request: preempt the last admitted until it fits
-            order = [int(x) for x in R]
-            kept: list[int] = []
-            sched_l: list[int] = []
-            budget_l = budget
-            j = 0
-            while j < len(order) and budget_l > 0:
-                r = order[j]
-                nt = min(int(P[r] + G[r] - C[r]), budget_l)
-                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
-                while nb > free:
-                    victim = order.pop()
-                    free += int(B[victim])
-                    B[victim] = 0
-                    C[victim] = 0
-                    waiting.appendleft(victim)
-                    preemptions += 1
-                    preempted = True
-                    if victim == r:
-                        break
-                if r not in order:
-                    break
-                free -= nb
-                B[r] += nb
-                budget_l -= nt
-                kept.append(r)
-                sched_l.append(nt)
-                j += 1
-            tail = order[j:]
-            R = np.array(kept + tail, dtype=np.int64)
-            sched = np.array(sched_l + [0] * len(tail), dtype=np.int64)
-            budget = budget_l
-            CR, GR = C[R], G[R]
-            need = P[R] + GR - CR
-        # admission from the waiting queue (FCFS), only when nothing was preempted in this step
-        adm: list[int] = []
-        adm_n: list[int] = []
-        if not preempted:
-            while waiting and budget > 0 and R.size + len(adm) < max_seqs:
-                r = waiting[0]
-                if C[r] == 0:
-                    C[r] = min(int(H[r]), ((int(P[r] + G[r]) - 1) // blk) * blk)
-                nt = min(int(P[r] + G[r] - C[r]), budget)
-                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
-                if nb > free:
-                    break
-                waiting.popleft()
-                free -= nb
-                B[r] += nb
-                budget -= nt
-                adm.append(r)
-                adm_n.append(nt)
-        if adm:
-            a = np.array(adm, dtype=np.int64)
-            R = np.concatenate([R, a])
-            sched = np.concatenate([sched, np.array(adm_n, dtype=np.int64)])
-            CR, GR = C[R], G[R]
-            need = P[R] + GR - CR
         running = R
         if running.size == 0:  # nothing fits (cannot happen once lengths are capped); wait for an arrival
             if math.isfinite(t_next):
