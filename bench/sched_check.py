@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sizing.perf.batch_scheduler import KvBlocks, finish_step, schedule_step  # noqa: E402
+from sizing.perf.batch_scheduler import KvBlocks, KvPool, finish_step, schedule_step  # noqa: E402
 
 VLLM_PIN = "0.33.0"  # infra/data/versions.yaml (vllm)
 MAX_STEPS = 20_000
@@ -90,8 +90,8 @@ class Agreement:
 
 
 class OursDriver:
-    """sizing/perf/batch_scheduler.py as sim.py runs it: a shared prefix's whole blocks are hits and are
-    resident once (reserved from the pool up front)."""
+    """sizing/perf/batch_scheduler.py as sim.py runs it: the shared prefix's whole blocks are resident once
+    (reserved from the pool up front); `num_blocks` excludes vLLM's null block, as sim.py does."""
 
     def __init__(self, scn: Scenario) -> None:
         reqs = scn.requests
@@ -107,7 +107,7 @@ class OursDriver:
         self.B = np.zeros(n, dtype=np.int64)
         self.running = np.zeros(0, dtype=np.int64)
         self.waiting: deque[int] = deque()
-        self.free = scn.num_blocks - (int(self.H.max()) // blk if n else 0)
+        self.pool = KvPool(scn.num_blocks - (int(self.H.max()) // blk if n else 0), caching=scn.prefix_caching)
         self.kv = KvBlocks(blk)
         self.scn = scn
         self.index = {r: i for i, r in enumerate(self.ids)}
@@ -116,14 +116,16 @@ class OursDriver:
         self.waiting.append(self.index[rid])
 
     def step(self) -> Decision:
-        plan = schedule_step(self.P, self.G, self.C, self.B, self.H, self.running, self.waiting, self.free,
+        plan = schedule_step(self.P, self.G, self.C, self.B, self.H, self.running, self.waiting, self.pool,
                              self.scn.max_num_batched_tokens, self.scn.max_num_seqs, self.kv)
         hits = {self.ids[r]: int(self.C[r]) for r in plan.admitted}
         sampled, fin = finish_step(self.P, self.G, self.C, self.OUT, plan.running, plan.sched)
         del sampled
         d = Decision({self.ids[r]: int(t) for r, t in zip(plan.running, plan.sched, strict=True) if t > 0},
                      [self.ids[r] for r in plan.running], sorted(self.ids[r] for r in plan.preempted), hits)
-        self.free = plan.free + int(self.B[fin].sum())
+        held = int(self.B[fin].sum())
+        full = int(self.pool.cached_blocks(self.C[fin], self.H[fin], self.B[fin], self.kv.blk).sum())
+        self.pool.give(held, held - full if self.scn.prefix_caching else 0)
         self.B[fin] = 0
         self.running = plan.running[~np.isin(plan.running, fin)]
         return d

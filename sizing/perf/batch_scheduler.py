@@ -32,30 +32,117 @@ class KvBlocks:
     def __call__(self, tokens: np.ndarray | int, hits: np.ndarray | int) -> np.ndarray | int:
         """Own blocks for `tokens` tokens in the cache of which `hits` are the shared prefix."""
         own = -(-tokens // self.blk)
+        # a request computing the shared prefix itself fills the prefix's blocks, counted once (not its own)
+        past = np.maximum(own - hits // self.blk, 0)
         if not self.sw_groups:
-            return own - hits // self.blk
-        return self.full_groups * (own - hits // self.blk) + self.sw_groups * np.minimum(own, self.win_blocks)
+            return past
+        return self.full_groups * past + self.sw_groups * np.minimum(own, self.win_blocks)
+
+
+class KvPool:
+    """vLLM's pool of KV blocks as far as the scheduler's decisions depend on it (vllm/v1/core/block_pool.py):
+    `free` blocks in the free queue, the shared prefix's tokens already cached, and where each preempted
+    request's cached blocks sit in the free queue.
+
+    vLLM 0.33 rules followed: a request's full blocks are cached when they are allocated ("num_tokens_to_cache
+    = min(total_computed_tokens + num_new_tokens, request.num_tokens)", kv_cache_manager.py allocate_slots), so
+    the shared prefix is a hit only once some request has scheduled it, even earlier in the same step. A freed
+    request's blocks go to the back of the free queue, "in reverse order so that the tail blocks are evicted
+    first" (kv_cache_manager.py free); an allocation takes blocks from the front (evicting what they cached).
+    A preempted request is re-admitted with "num_computed_tokens = 0" and then finds its own blocks that
+    survived in the prefix cache; touching them takes them out of the free queue, so they count in the
+    admission check ("If a computed block is an eviction candidate ... we must count it in the free-capacity
+    check", single_type_kv_cache_manager.py). Approximation: the shared prefix's blocks stay resident (vLLM
+    can evict them while no running request holds them).
+    """
+
+    def __init__(self, free: int, caching: bool = True) -> None:
+        self.free = free
+        self.caching = caching
+        self.prefix_cached = 0  # tokens of the shared prefix cached (whole blocks)
+        self._segs: dict[int, list[int]] = {}  # preempted request -> [blocks ahead of its cached ones, left]
+
+    def cached_blocks(self, C: np.ndarray, H: np.ndarray, B: np.ndarray, blk: int) -> np.ndarray:
+        """Own blocks of requests with C tokens computed (H of the shared prefix, B own blocks) that hold
+        whole computed blocks, i.e. are cached when freed."""
+        return np.minimum(np.maximum(C // blk - H // blk, 0), B)
+
+    def take(self, m: int) -> None:
+        """Allocate m blocks from the front of the free queue (evicting cached blocks there)."""
+        self.free -= m
+        if not self._segs or m <= 0:
+            return
+        for r, seg in list(self._segs.items()):
+            if seg[0] >= m:
+                seg[0] -= m
+                continue
+            seg[1] -= m - seg[0]
+            seg[0] = 0
+            if seg[1] <= 0:
+                del self._segs[r]
+
+    def give(self, m: int, uncached: int = 0) -> None:
+        """Free m blocks of a finished request, `uncached` of them not whole computed blocks: those go to
+        the front of the queue ("LIFO reuse of non-cached blocks"), the cached ones to the back ("FIFO reuse
+        of cached blocks for LRU eviction behavior", block_pool.py free_blocks)."""
+        self.free += m
+        if uncached and self._segs:
+            for seg in self._segs.values():
+                seg[0] += uncached
+
+    def give_preempted(self, r: int, blocks: int, full: int) -> None:
+        """A preempted request frees `blocks` own blocks: the `full` whole computed ones (cached) to the back
+        of the queue, where they stay hits for its re-admission until evicted; the rest to the front."""
+        front = blocks - full
+        for seg in self._segs.values():
+            seg[0] += front
+        if self.caching and full > 0:
+            self._segs[r] = [self.free + front, full]
+        self.free += blocks
+
+    def own_hit_blocks(self, r: int) -> int:
+        """Blocks of request r's own prefix still cached (its tail blocks are evicted first)."""
+        seg = self._segs.get(r)
+        return seg[1] if seg else 0
+
+    def claim(self, r: int, h: int) -> None:
+        """Request r is admitted with h of its cached blocks: they leave the free queue; its other cached
+        blocks stay there as plain free blocks."""
+        seg = self._segs.pop(r, None)
+        if seg is None or h <= 0:
+            return
+        self.free -= h
+        for other in self._segs.values():
+            if other[0] > seg[0]:
+                other[0] -= h
+
+    def note_scheduled(self, H: np.ndarray | int, computed_after: np.ndarray | int, blk: int) -> None:
+        """Requests sharing H tokens of the prefix scheduled up to `computed_after` tokens: their whole
+        blocks are now cached."""
+        c = np.minimum(H, (np.asarray(computed_after) // blk) * blk)
+        if np.size(c):
+            self.prefix_cached = max(self.prefix_cached, int(np.max(c)))
 
 
 @dataclass
 class StepPlan:
     """One step's decision: `running` (request indices, admission order) and `sched` (tokens each computes
-    this step, 0 = holds its slot but waits), requests preempted (in order) and admitted, and `free`,
-    the pool's free blocks after the allocations."""
+    this step, 0 = holds its slot but waits), requests preempted (in order) and admitted."""
 
     running: np.ndarray
     sched: np.ndarray
     preempted: list[int]
     admitted: list[int]
-    free: int
 
 
 def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H: np.ndarray,
-                  running: np.ndarray, waiting: deque[int], free: int, budget_tokens: int, max_seqs: int,
+                  running: np.ndarray, waiting: deque[int], pool: KvPool, budget_tokens: int, max_seqs: int,
                   kv: KvBlocks) -> StepPlan:
     """vLLM V1's `Scheduler.schedule()` for one step: the RUNNING requests first (each its remaining
     tokens within the budget; preempt the last admitted while blocks are short), then, only if nothing was
-    preempted, the WAITING queue FCFS. Mutates C (prefix hits of admitted requests), B, `waiting`."""
+    preempted, the WAITING queue FCFS with its prefix-cache hits. Mutates C (hits of admitted requests), B,
+    `waiting`, `pool`."""
+    blk = kv.blk
     budget = budget_tokens
     preempted: list[int] = []
     R = running
@@ -65,8 +152,8 @@ def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H:
     newb = kv(CR + sched, H[R]) - B[R]
     newb[sched == 0] = 0
     nb_total = int(newb.sum())
-    if nb_total <= free:
-        free -= nb_total
+    if nb_total <= pool.free:
+        pool.take(nb_total)
         B[R] += newb
         budget -= int(sched.sum())
     else:  # the slow path, request by request: preempt the last admitted until it fits
@@ -78,9 +165,10 @@ def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H:
             r = order[j]
             nt = min(int(P[r] + G[r] - C[r]), budget)
             nb = int(kv(int(C[r]) + nt, int(H[r]))) - int(B[r])
-            while nb > free:
+            while nb > pool.free:
                 victim = order.pop()
-                free += int(B[victim])
+                full = int(pool.cached_blocks(C[victim], H[victim], B[victim], blk)) if not kv.sw_groups else 0
+                pool.give_preempted(victim, int(B[victim]), full)
                 B[victim] = 0
                 C[victim] = 0
                 waiting.appendleft(victim)
@@ -89,7 +177,7 @@ def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H:
                     break
             if r not in order:
                 break
-            free -= nb
+            pool.take(nb)
             B[r] += nb
             budget -= nt
             kept.append(r)
@@ -98,28 +186,39 @@ def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H:
         tail = order[j:]
         R = np.array(kept + tail, dtype=np.int64)
         sched = np.array(sched_l + [0] * len(tail), dtype=np.int64)
+    if R.size and H.any():
+        pool.note_scheduled(H[R], C[R] + sched, blk)
     # admission from the waiting queue (FCFS), only when nothing was preempted in this step
     adm: list[int] = []
     adm_n: list[int] = []
     if not preempted:
         while waiting and budget > 0 and R.size + len(adm) < max_seqs:
             r = waiting[0]
-            if C[r] == 0:
-                C[r] = min(int(H[r]), ((int(P[r] + G[r]) - 1) // kv.blk) * kv.blk)
-            nt = min(int(P[r] + G[r] - C[r]), budget)
-            nb = int(kv(int(C[r]) + nt, int(H[r]))) - int(B[r])
-            if nb > free:
+            c, own = int(C[r]), 0
+            if c == 0:  # "max_cache_hit_length = request.num_tokens - 1", whole blocks
+                cap = ((int(P[r] + G[r]) - 1) // blk) * blk
+                shared = min(int(H[r]), pool.prefix_cached)
+                if shared == int(H[r]):
+                    own = min(pool.own_hit_blocks(r), max(cap - shared, 0) // blk)
+                c = min(shared + own * blk, cap)
+            nt = min(int(P[r] + G[r]) - c, budget)
+            nb = int(kv(c + nt, int(H[r]))) - int(B[r]) - own
+            if nb + own > pool.free:
                 break
             waiting.popleft()
-            free -= nb
-            B[r] += nb
+            C[r] = c
+            pool.claim(r, own)
+            pool.take(nb)
+            B[r] += nb + own
             budget -= nt
             adm.append(r)
             adm_n.append(nt)
+            if H[r]:
+                pool.note_scheduled(int(H[r]), c + nt, blk)
     if adm:
         R = np.concatenate([R, np.array(adm, dtype=np.int64)])
         sched = np.concatenate([sched, np.array(adm_n, dtype=np.int64)])
-    return StepPlan(R, sched, preempted, adm, free)
+    return StepPlan(R, sched, preempted, adm)
 
 
 def finish_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, OUT: np.ndarray, running: np.ndarray,

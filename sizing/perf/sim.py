@@ -22,6 +22,11 @@ Scheduler rules implemented (vLLM 0.33.0 wheel, vllm/v1/core/sched/scheduler.py,
   (`get_computed_blocks`, whole blocks, at most "request.num_tokens - 1" tokens: kv_cache_manager.py),
   then `num_new_tokens = min(num_new_tokens, request_token_budget)` (chunked prefill); a request
   whose blocks cannot be allocated stops admission for this step.
+- Prefix cache (sizing/perf/batch_scheduler.py KvPool): the shared prefix is a hit only once some
+  request has scheduled its blocks (blocks are cached at allocation); a preempted request, re-admitted,
+  hits its own blocks still in the free queue (freed tail first, evicted from the front).
+- One block is vLLM's null block ("self.null_block = self.free_block_queue.popleft()", block_pool.py).
+- Checked step by step against vLLM 0.33's own Scheduler: bench/sched_check.py, tests/test_sched_vs_vllm.py.
 - Block size 16 tokens (sizing/data/platform.csv `vllm_kv_block_size`, from vllm/config/cache.py).
 A request's first token is sampled in the step that computes its last prompt token; each later
 step that computes one token samples the next. The per-request overhead (HTTP, tokenization;
@@ -46,7 +51,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
-from sizing.perf.batch_scheduler import KvBlocks, schedule_step
+from sizing.perf.batch_scheduler import KvBlocks, KvPool, schedule_step
 from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
@@ -276,7 +281,11 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         H = (np.minimum(requests.prefix_hit_tokens.astype(np.int64), P) // blk) * blk
     H = np.minimum(H, ((P - 1) // blk) * blk)
     shared_blocks = int(H.max() // blk) * max(full_groups, 1) if n else 0
-    free = total_blocks - shared_blocks
+    # vLLM's BlockPool keeps one block out of use: "self.null_block = self.free_block_queue.popleft()"
+    # (vllm/v1/core/block_pool.py); the shared prefix's blocks are resident once
+    pool = KvPool(total_blocks - 1 - shared_blocks, caching=not sw_groups)
+    if requests is not None:  # a recorded trace's hits are what the engine found: cached from the start
+        pool.prefix_cached = int(H.max()) if n else 0
     overhead = c.request_overhead_s
     frontend = cal.v("frontend_ms_per_request") / 1e3
 
@@ -354,8 +363,8 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                 t = t_next
                 continue
             break
-        plan = schedule_step(P, G, C, B, H, running, waiting, free, budget_tokens, max_seqs, blocks_for)
-        R, sched, free = plan.running, plan.sched, plan.free
+        plan = schedule_step(P, G, C, B, H, running, waiting, pool, budget_tokens, max_seqs, blocks_for)
+        R, sched = plan.running, plan.sched
         preemptions += len(plan.preempted)
         preempted = bool(plan.preempted)
         CR, GR = C[R], G[R]
@@ -384,10 +393,10 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             # blocks the k steps need: every sequence crossing a block boundary takes one more
             if k > 1:
                 extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
-                while k > 1 and extra > free:
+                while k > 1 and extra > pool.free:
                     k = max(1, k // 2)
                     extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
-                free -= extra
+                pool.take(extra)
                 B[dec] += blocks_for(C[dec] + k, H[dec]) - B[dec]
             k = max(1, min(k, 4096))
         if k > 1:
@@ -425,7 +434,8 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         fin = running[fin_mask]
         if fin.size:
             T2[fin] = t
-            free += int(B[fin].sum())
+            held = int(B[fin].sum())
+            pool.give(held, held - int(pool.cached_blocks(C[fin], H[fin], B[fin], blk).sum()) if pool.caching else 0)
             B[fin] = 0
             running = running[~fin_mask]
             done += int(fin.size)
