@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sizing.perf.batch_scheduler import KvBlocks, KvPool, finish_step, schedule_step  # noqa: E402
+from sizing.perf.batch_scheduler import KvBlocks, KvPool, finish_step, release, schedule_step  # noqa: E402
 
 VLLM_PIN = "0.33.0"  # infra/data/versions.yaml (vllm)
 MAX_STEPS = 20_000
@@ -93,8 +93,10 @@ class OursDriver:
     """sizing/perf/batch_scheduler.py as sim.py runs it: the shared prefix's whole blocks are resident once
     (reserved from the pool up front); `num_blocks` excludes vLLM's null block, as sim.py does."""
 
-    def __init__(self, scn: Scenario) -> None:
+    def __init__(self, scn: Scenario, lag: bool = False) -> None:
         reqs = scn.requests
+        self.lag = lag  # async scheduling: a finished request keeps its slot through the next schedule
+        self.pending = np.zeros(0, dtype=np.int64)
         blk = scn.block_size
         self.ids = [r.rid for r in reqs]
         self.P = np.array([r.prompt for r in reqs], dtype=np.int64)
@@ -117,21 +119,26 @@ class OursDriver:
 
     def step(self) -> Decision:
         plan = schedule_step(self.P, self.G, self.C, self.B, self.H, self.running, self.waiting, self.pool,
-                             self.scn.max_num_batched_tokens, self.scn.max_num_seqs, self.kv)
+                             self.scn.max_num_batched_tokens, self.scn.max_num_seqs, self.kv,
+                             self.OUT if self.lag else None)
         hits = {self.ids[r]: int(self.C[r]) for r in plan.admitted}
-        sampled, fin = finish_step(self.P, self.G, self.C, self.OUT, plan.running, plan.sched)
-        del sampled
         d = Decision({self.ids[r]: int(t) for r, t in zip(plan.running, plan.sched, strict=True) if t > 0},
                      [self.ids[r] for r in plan.running], sorted(self.ids[r] for r in plan.preempted), hits)
-        held = int(self.B[fin].sum())
-        full = int(self.pool.cached_blocks(self.C[fin], self.H[fin], self.B[fin], self.kv.blk).sum())
-        self.pool.give(held, held - full if self.scn.prefix_caching else 0)
-        self.B[fin] = 0
-        self.running = plan.running[~np.isin(plan.running, fin)]
+        keep = ~np.isin(plan.running, self.pending)
+        running = release(self.pending, keep, plan.running, plan.preempted, self.waiting, self.C, self.H, self.B,
+                          self.pool, self.kv.blk)
+        _, fin = finish_step(self.P, self.G, self.C, self.OUT, running, plan.sched[keep])
+        self.pending = fin
+        if not self.lag:  # sync: freed now; async: after the next step's schedule, when the engine processes it
+            self.running = release(fin, ~np.isin(running, fin), running, [], self.waiting, self.C, self.H, self.B,
+                                   self.pool, self.kv.blk)
+            self.pending = fin[:0]
+        else:
+            self.running = running
         return d
 
     def busy(self) -> bool:
-        return bool(self.running.size or self.waiting)
+        return bool(self.running.size or self.waiting or self.pending.size)
 
 
 def vllm_importable() -> str | None:
@@ -167,6 +174,8 @@ def _tiny_model_dir() -> str:
 class VllmDriver:
     """vLLM's own V1 Scheduler (synchronous: one schedule(), then that step's output) on the CPU."""
 
+    ASYNC = False
+
     def __init__(self, scn: Scenario) -> None:
         os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
         import logging
@@ -176,6 +185,7 @@ class VllmDriver:
         from vllm.sampling_params import SamplingParams
         from vllm.utils.hashing import get_hash_fn_by_name
         from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+        from vllm.v1.core.sched.async_scheduler import AsyncScheduler
         from vllm.v1.core.sched.scheduler import Scheduler
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
         from vllm.v1.outputs import ModelRunnerOutput
@@ -200,7 +210,8 @@ class VllmDriver:
         vc.cache_config.num_gpu_blocks = scn.num_blocks + 1  # as the engine sets it after profiling memory
         kcc = KVCacheConfig(num_blocks=scn.num_blocks + 1, kv_cache_tensors=[],
                             kv_cache_groups=[KVCacheGroupSpec(["layer.0"], spec)])
-        self.sched = Scheduler(vllm_config=vc, kv_cache_config=kcc,
+        cls = AsyncScheduler if self.ASYNC else Scheduler
+        self.sched = cls(vllm_config=vc, kv_cache_config=kcc,
                                structured_output_manager=StructuredOutputManager(vc),
                                block_size=scn.block_size, log_stats=False)
         hasher: Callable[[Any], Any] | None = None
@@ -239,10 +250,49 @@ class VllmDriver:
         return bool(self.sched.get_num_unfinished_requests())
 
 
-def compare(scn: Scenario) -> Agreement:
+class AsyncVllmDriver(VllmDriver):
+    """vLLM's AsyncScheduler as the engine runs it on a GPU, where async scheduling is the default
+    (vllm/config/vllm.py: "Enable async scheduling unless there is an incompatible option"): EngineCore
+    .step_with_batch_queue with a queue of 2 schedules step N+1 before it processes step N's output (a request
+    that samples in a step holds an output placeholder until then)."""
+
+    ASYNC = True
+
+    def __init__(self, scn: Scenario) -> None:
+        super().__init__(scn)
+        self.queue: deque[tuple[Any, Any]] = deque()
+
+    def step(self) -> Decision:
+        s = self.sched
+        d = Decision({}, [r.request_id for r in s.running], [], {})
+        if s.has_requests():
+            waiting_before = {r.request_id for r in s.waiting} | {r.request_id for r in s.kv_holding_waiting}
+            out = s.schedule()
+            n = out.num_scheduled_tokens
+            reqs = s.requests
+            hits = {rid: reqs[rid].num_computed_tokens - t for rid, t in n.items() if rid in waiting_before}
+            d = Decision({rid: int(t) for rid, t in n.items()}, [r.request_id for r in s.running],
+                         sorted(out.preempted_req_ids or ()), hits)
+            ids = list(n)
+            sampled = [[] if reqs[rid].is_prefill_chunk else [7] for rid in ids]
+            self.queue.appendleft((out, self._MRO(req_ids=ids, req_id_to_index={r: k for k, r in enumerate(ids)},
+                                                  sampled_token_ids=sampled)))
+            if len(self.queue) < 2 and (out.total_num_scheduled_tokens > 0 or s.has_requests()):
+                return d
+        if self.queue:
+            out, mro = self.queue.pop()
+            s.update_from_output(out, mro)
+        return d
+
+    def busy(self) -> bool:
+        return bool(self.sched.get_num_unfinished_requests() or self.queue)
+
+
+def compare(scn: Scenario, engine: type[VllmDriver] | None = None) -> Agreement:
     """Run both schedulers over the scenario until both are idle; agreement up to the first divergence
-    (both keep running after it, for the totals)."""
-    ours, theirs = OursDriver(scn), VllmDriver(scn)
+    (both keep running after it, for the totals). `engine`: VllmDriver (default) or AsyncVllmDriver."""
+    engine = engine or VllmDriver
+    ours, theirs = OursDriver(scn, lag=engine.ASYNC), engine(scn)
     by_step: dict[int, list[str]] = {}
     for r in scn.requests:
         by_step.setdefault(r.arrival_step, []).append(r.rid)
@@ -315,9 +365,11 @@ def main() -> int:
         print(f"sched_check: skipped: {why}")
         return 2
     bad = 0
+    engine: type[VllmDriver] = AsyncVllmDriver if "--async" in sys.argv else VllmDriver
+    print(f"vLLM {VLLM_PIN} {engine.__name__} (--async: the AsyncScheduler a GPU engine runs by default)")
     print(f"{'scenario':14} {'steps':>6} {'agreed':>7}  preemptions ours/vllm  hit tokens ours/vllm  first divergence")
     for scn in scenarios():
-        a = compare(scn)
+        a = compare(scn, engine)
         t = a.totals
         first = "none" if a.divergence is None else f"step {a.divergence[0]}"
         print(f"{a.name:14} {a.steps:6d} {a.agreed:7d}  {t['ours']['preemptions']:>9d}/{t['vllm']['preemptions']:<9d}"

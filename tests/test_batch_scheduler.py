@@ -9,7 +9,7 @@ from collections import deque
 
 import numpy as np
 
-from sizing.perf.batch_scheduler import KvBlocks, KvPool, finish_step, schedule_step
+from sizing.perf.batch_scheduler import KvBlocks, KvPool, finish_step, release, schedule_step
 
 BLK = 16
 
@@ -90,3 +90,23 @@ def test_eviction_takes_uncached_blocks_first_then_the_preempted_requests_tail()
     assert pool.own_hit_blocks(7) == 4
     pool.claim(7, 4)
     assert pool.free == 9 - 4 + 4 - 3 - 4 and pool.own_hit_blocks(7) == 0
+
+
+def test_async_scheduling_keeps_a_finished_requests_slot_through_the_next_schedule() -> None:
+    # vLLM's AsyncScheduler schedules step N+1 before it processes step N's output: a request that sampled
+    # its last token in step N gets no tokens then but still counts against max_num_seqs (here 2), so the
+    # waiting request is admitted one step later than under the synchronous scheduler
+    P, OUT, H, C, G, B = _state([16, 16, 16], [1, 5, 5], [0, 0, 0])
+    kv = KvBlocks(BLK)
+    pool = KvPool(100)
+    waiting = deque([0, 1, 2])
+    plan = schedule_step(P, G, C, B, H, np.zeros(0, dtype=np.int64), waiting, pool, 512, 2, kv, OUT)
+    assert plan.admitted == [0, 1]
+    _, fin = finish_step(P, G, C, OUT, plan.running, plan.sched)
+    assert fin.tolist() == [0]  # request 0 wanted one token
+    plan = schedule_step(P, G, C, B, H, plan.running, waiting, pool, 512, 2, kv, OUT)
+    assert plan.running.tolist() == [0, 1] and plan.sched.tolist() == [0, 1] and plan.admitted == []
+    running = release(fin, plan.running != 0, plan.running, plan.preempted, waiting, C, H, B, pool, BLK)
+    assert running.tolist() == [1] and B[0] == 0 and pool.free == 100 - 2  # request 1 holds 2 blocks (17 tokens)
+    plan = schedule_step(P, G, C, B, H, running, waiting, pool, 512, 2, kv, OUT)
+    assert plan.admitted == [2]

@@ -33,7 +33,7 @@ class KvBlocks:
         """Own blocks for `tokens` tokens in the cache of which `hits` are the shared prefix."""
         own = -(-tokens // self.blk)
         # a request computing the shared prefix itself fills the prefix's blocks, counted once (not its own)
-        past = np.maximum(own - hits // self.blk, 0)
+        past = max(own - hits // self.blk, 0) if isinstance(own, int) else np.maximum(own - hits // self.blk, 0)
         if not self.sw_groups:
             return past
         return self.full_groups * past + self.sw_groups * np.minimum(own, self.win_blocks)
@@ -66,6 +66,11 @@ class KvPool:
         """Own blocks of requests with C tokens computed (H of the shared prefix, B own blocks) that hold
         whole computed blocks, i.e. are cached when freed."""
         return np.minimum(np.maximum(C // blk - H // blk, 0), B)
+
+    @property
+    def tracking(self) -> bool:
+        """Whether a preempted request's cached blocks are in the free queue (where freed blocks go matters)."""
+        return bool(self._segs)
 
     def take(self, m: int) -> None:
         """Allocate m blocks from the front of the free queue (evicting cached blocks there)."""
@@ -137,17 +142,22 @@ class StepPlan:
 
 def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H: np.ndarray,
                   running: np.ndarray, waiting: deque[int], pool: KvPool, budget_tokens: int, max_seqs: int,
-                  kv: KvBlocks) -> StepPlan:
+                  kv: KvBlocks, OUT: np.ndarray | None = None) -> StepPlan:
     """vLLM V1's `Scheduler.schedule()` for one step: the RUNNING requests first (each its remaining
     tokens within the budget; preempt the last admitted while blocks are short), then, only if nothing was
     preempted, the WAITING queue FCFS with its prefix-cache hits. Mutates C (hits of admitted requests), B,
-    `waiting`, `pool`."""
+    `waiting`, `pool`. `OUT` (async scheduling): a request in `running` that has sampled its OUT tokens
+    is one whose last output the engine has not processed yet: it keeps its slot and blocks and gets no
+    tokens ("Avoid scheduling an extra step when we are sure that the previous step has reached
+    request.max_tokens", scheduler.py)."""
     blk = kv.blk
     budget = budget_tokens
     preempted: list[int] = []
     R = running
     CR, GR = C[R], G[R]
     need = P[R] + GR - CR
+    if OUT is not None and R.size:
+        need[GR >= OUT[R]] = 0
     sched = np.minimum(np.maximum(budget - (need.cumsum() - need), 0), need)
     newb = kv(CR + sched, H[R]) - B[R]
     newb[sched == 0] = 0
@@ -163,7 +173,7 @@ def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H:
         j = 0
         while j < len(order) and budget > 0:
             r = order[j]
-            nt = min(int(P[r] + G[r] - C[r]), budget)
+            nt = min(int(P[r] + G[r] - C[r]) if OUT is None or G[r] < OUT[r] else 0, budget)
             nb = int(kv(int(C[r]) + nt, int(H[r]))) - int(B[r])
             while nb > pool.free:
                 victim = order.pop()
@@ -219,6 +229,27 @@ def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H:
         R = np.concatenate([R, np.array(adm, dtype=np.int64)])
         sched = np.concatenate([sched, np.array(adm_n, dtype=np.int64)])
     return StepPlan(R, sched, preempted, adm)
+
+
+def release(pending: np.ndarray, keep: np.ndarray, running: np.ndarray, preempted: list[int],
+            waiting: deque[int], C: np.ndarray, H: np.ndarray, B: np.ndarray, pool: KvPool, blk: int) -> np.ndarray:
+    """Free finished requests (`pending`): their blocks go back to the pool (cached ones to the back of
+    the free queue, the others to the front); returns running[keep] (`keep`: running without them). One
+    preempted (in `preempted`) while its last output was in flight leaves the waiting queue
+    ("stopped_preempted_reqs", scheduler.py)."""
+    if not pending.size:
+        return running
+    if preempted:
+        gone = set(int(x) for x in pending) & set(preempted)
+        if gone:
+            kept = [r for r in waiting if r not in gone]
+            waiting.clear()
+            waiting.extend(kept)
+    held = int(B[pending].sum())
+    cached = int(pool.cached_blocks(C[pending], H[pending], B[pending], blk).sum()) if pool.tracking else held
+    pool.give(held, held - cached)
+    B[pending] = 0
+    return running[keep]
 
 
 def finish_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, OUT: np.ndarray, running: np.ndarray,

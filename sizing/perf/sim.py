@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
-from sizing.perf.batch_scheduler import KvBlocks, KvPool, schedule_step
+from sizing.perf.batch_scheduler import KvBlocks, KvPool, release, schedule_step
 from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
@@ -348,6 +348,11 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     stable = True
 
     blocks_for = KvBlocks(blk, full_groups, sw_groups, win_blocks)
+    # async scheduling (vLLM's default on GPUs): the engine schedules step N+1 before it processes step N's
+    # output, so a request finished in step N keeps its slot and blocks through that schedule
+    # (bench/sched_check.py --async checks this against vLLM's AsyncScheduler)
+    lag = bool(sm.async_scheduling)
+    pending = _NONE
 
     while done < n:
         iterations += 1
@@ -363,8 +368,18 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                 t = t_next
                 continue
             break
-        plan = schedule_step(P, G, C, B, H, running, waiting, pool, budget_tokens, max_seqs, blocks_for)
+        if pending.size and running.size == pending.size and not waiting:  # nothing to schedule beside them
+            running = release(pending, running[:0], running, [], waiting, C, H, B, pool, blk)
+            pending = _NONE
+            continue
+        plan = schedule_step(P, G, C, B, H, running, waiting, pool, budget_tokens, max_seqs, blocks_for,
+                             OUT if lag else None)
         R, sched = plan.running, plan.sched
+        if pending.size:  # their last outputs processed after this schedule (async scheduling)
+            keep = G[R] < OUT[R]
+            R = release(pending, keep, R, plan.preempted, waiting, C, H, B, pool, blk)
+            sched = sched[keep]
+            pending = _NONE
         preemptions += len(plan.preempted)
         preempted = bool(plan.preempted)
         CR, GR = C[R], G[R]
@@ -434,10 +449,10 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         fin = running[fin_mask]
         if fin.size:
             T2[fin] = t
-            held = int(B[fin].sum())
-            pool.give(held, held - int(pool.cached_blocks(C[fin], H[fin], B[fin], blk).sum()) if pool.caching else 0)
-            B[fin] = 0
-            running = running[~fin_mask]
+            if lag:  # they keep their slots and blocks through the next schedule
+                pending = fin
+            else:
+                running = release(fin, ~fin_mask, running, [], waiting, C, H, B, pool, blk)
             done += int(fin.size)
             if arrivals.kind == "closed":
                 for _ in range(int(fin.size)):
@@ -455,6 +470,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
 
 
 _EMPTY = np.zeros(0)
+_NONE = np.zeros(0, dtype=np.int64)
 _LAST_ITERATIONS = [0]  # scheduler iterations of the last run (bench/sim_speed.py)
 
 
