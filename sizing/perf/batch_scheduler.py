@@ -157,7 +157,7 @@ def schedule_step(P: np.ndarray, G: np.ndarray, C: np.ndarray, B: np.ndarray, H:
     CR, GR = C[R], G[R]
     need = P[R] + GR - CR
     if OUT is not None and R.size:
-        need[GR >= OUT[R]] = 0
+        need[OUT[R] <= GR] = 0
     sched = np.minimum(np.maximum(budget - (need.cumsum() - need), 0), need)
     newb = kv(CR + sched, H[R]) - B[R]
     newb[sched == 0] = 0
