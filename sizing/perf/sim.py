@@ -22,6 +22,11 @@ Scheduler rules implemented (vLLM 0.33.0 wheel, vllm/v1/core/sched/scheduler.py,
   (`get_computed_blocks`, whole blocks, at most "request.num_tokens - 1" tokens: kv_cache_manager.py),
   then `num_new_tokens = min(num_new_tokens, request_token_budget)` (chunked prefill); a request
   whose blocks cannot be allocated stops admission for this step.
+- Prefix cache (sizing/perf/batch_scheduler.py KvPool): the shared prefix is a hit only once some
+  request has scheduled its blocks (blocks are cached at allocation); a preempted request, re-admitted,
+  hits its own blocks still in the free queue (freed tail first, evicted from the front).
+- One block is vLLM's null block ("self.null_block = self.free_block_queue.popleft()", block_pool.py).
+- Checked step by step against vLLM 0.33's own Scheduler: bench/sched_check.py, tests/test_sched_vs_vllm.py.
 - Block size 16 tokens (sizing/data/platform.csv `vllm_kv_block_size`, from vllm/config/cache.py).
 A request's first token is sampled in the step that computes its last prompt token; each later
 step that computes one token samples the next. The per-request overhead (HTTP, tokenization;
@@ -46,6 +51,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
+from sizing.perf.batch_scheduler import KvBlocks, KvPool, release, schedule_step
 from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
 from sizing.perf.memory import GIB
 from sizing.perf.replica import ReplicaConfig
@@ -275,7 +281,11 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         H = (np.minimum(requests.prefix_hit_tokens.astype(np.int64), P) // blk) * blk
     H = np.minimum(H, ((P - 1) // blk) * blk)
     shared_blocks = int(H.max() // blk) * max(full_groups, 1) if n else 0
-    free = total_blocks - shared_blocks
+    # vLLM's BlockPool keeps one block out of use: "self.null_block = self.free_block_queue.popleft()"
+    # (vllm/v1/core/block_pool.py); the shared prefix's blocks are resident once
+    pool = KvPool(total_blocks - 1 - shared_blocks, caching=not sw_groups)
+    if requests is not None:  # a recorded trace's hits are what the engine found: cached from the start
+        pool.prefix_cached = int(H.max()) if n else 0
     overhead = c.request_overhead_s
     frontend = cal.v("frontend_ms_per_request") / 1e3
 
@@ -337,11 +347,12 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     done = 0
     stable = True
 
-    def blocks_for(tokens: np.ndarray | int, hits: np.ndarray | int) -> np.ndarray | int:
-        own = -(-tokens // blk)
-        if not sw_groups:
-            return own - hits // blk
-        return full_groups * (own - hits // blk) + sw_groups * np.minimum(own, win_blocks)
+    blocks_for = KvBlocks(blk, full_groups, sw_groups, win_blocks)
+    # async scheduling (vLLM's default on GPUs): the engine schedules step N+1 before it processes step N's
+    # output, so a request finished in step N keeps its slot and blocks through that schedule
+    # (bench/sched_check.py --async checks this against vLLM's AsyncScheduler)
+    lag = bool(sm.async_scheduling)
+    pending = _NONE
 
     while done < n:
         iterations += 1
@@ -357,77 +368,22 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                 t = t_next
                 continue
             break
-        budget = budget_tokens
-        preempted = False
-        R = running
+        if pending.size and running.size == pending.size and not waiting:  # nothing to schedule beside them
+            running = release(pending, running[:0], running, [], waiting, C, H, B, pool, blk)
+            pending = _NONE
+            continue
+        plan = schedule_step(P, G, C, B, H, running, waiting, pool, budget_tokens, max_seqs, blocks_for,
+                             OUT if lag else None)
+        R, sched = plan.running, plan.sched
+        if pending.size:  # their last outputs processed after this schedule (async scheduling)
+            keep = G[R] < OUT[R]
+            R = release(pending, keep, R, plan.preempted, waiting, C, H, B, pool, blk)
+            sched = sched[keep]
+            pending = _NONE
+        preemptions += len(plan.preempted)
+        preempted = bool(plan.preempted)
         CR, GR = C[R], G[R]
         need = P[R] + GR - CR
-        sched = np.minimum(np.maximum(budget - (need.cumsum() - need), 0), need)
-        newb = blocks_for(CR + sched, H[R]) - B[R]
-        newb[sched == 0] = 0
-        nb_total = int(newb.sum())
-        if nb_total <= free:
-            free -= nb_total
-            B[R] += newb
-            budget -= int(sched.sum())
-        else:  # the slow path, request by request: preempt the last admitted until it fits
-            order = [int(x) for x in R]
-            kept: list[int] = []
-            sched_l: list[int] = []
-            budget_l = budget
-            j = 0
-            while j < len(order) and budget_l > 0:
-                r = order[j]
-                nt = min(int(P[r] + G[r] - C[r]), budget_l)
-                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
-                while nb > free:
-                    victim = order.pop()
-                    free += int(B[victim])
-                    B[victim] = 0
-                    C[victim] = 0
-                    waiting.appendleft(victim)
-                    preemptions += 1
-                    preempted = True
-                    if victim == r:
-                        break
-                if r not in order:
-                    break
-                free -= nb
-                B[r] += nb
-                budget_l -= nt
-                kept.append(r)
-                sched_l.append(nt)
-                j += 1
-            tail = order[j:]
-            R = np.array(kept + tail, dtype=np.int64)
-            sched = np.array(sched_l + [0] * len(tail), dtype=np.int64)
-            budget = budget_l
-            CR, GR = C[R], G[R]
-            need = P[R] + GR - CR
-        # admission from the waiting queue (FCFS), only when nothing was preempted in this step
-        adm: list[int] = []
-        adm_n: list[int] = []
-        if not preempted:
-            while waiting and budget > 0 and R.size + len(adm) < max_seqs:
-                r = waiting[0]
-                if C[r] == 0:
-                    C[r] = min(int(H[r]), ((int(P[r] + G[r]) - 1) // blk) * blk)
-                nt = min(int(P[r] + G[r] - C[r]), budget)
-                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
-                if nb > free:
-                    break
-                waiting.popleft()
-                free -= nb
-                B[r] += nb
-                budget -= nt
-                adm.append(r)
-                adm_n.append(nt)
-        if adm:
-            a = np.array(adm, dtype=np.int64)
-            R = np.concatenate([R, a])
-            sched = np.concatenate([sched, np.array(adm_n, dtype=np.int64)])
-            CR, GR = C[R], G[R]
-            need = P[R] + GR - CR
         running = R
         if running.size == 0:  # nothing fits (cannot happen once lengths are capped); wait for an arrival
             if math.isfinite(t_next):
@@ -452,10 +408,10 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             # blocks the k steps need: every sequence crossing a block boundary takes one more
             if k > 1:
                 extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
-                while k > 1 and extra > free:
+                while k > 1 and extra > pool.free:
                     k = max(1, k // 2)
                     extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
-                free -= extra
+                pool.take(extra)
                 B[dec] += blocks_for(C[dec] + k, H[dec]) - B[dec]
             k = max(1, min(k, 4096))
         if k > 1:
@@ -493,9 +449,10 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         fin = running[fin_mask]
         if fin.size:
             T2[fin] = t
-            free += int(B[fin].sum())
-            B[fin] = 0
-            running = running[~fin_mask]
+            if lag:  # they keep their slots and blocks through the next schedule
+                pending = fin
+            else:
+                running = release(fin, ~fin_mask, running, [], waiting, C, H, B, pool, blk)
             done += int(fin.size)
             if arrivals.kind == "closed":
                 for _ in range(int(fin.size)):
@@ -513,6 +470,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
 
 
 _EMPTY = np.zeros(0)
+_NONE = np.zeros(0, dtype=np.int64)
 _LAST_ITERATIONS = [0]  # scheduler iterations of the last run (bench/sim_speed.py)
 
 
