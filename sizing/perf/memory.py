@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from sizing.catalog.records import EngineDefaults, ModelArch, PrecisionFormat
     from sizing.perf.replica import ReplicaConfig
 
+from sizing.perf.hybrid_state import sequence_bytes_per_replica, state_bytes_per_sequence
+
 GIB = 2**30
 # OCP Microscaling (MX) v1.0, MXFP4: an E2M1 element (4 bits) plus one E8M0 scale (8 bits) per 32-element
 # block, the format gpt-oss ships its experts in (ModelArch.native_expert_format == "mxfp4")
@@ -142,8 +144,9 @@ def indexer_bytes_per_token_per_layer(model: ModelArch) -> float:
 def kv_cache_bytes_per_token(model: ModelArch, kv_bytes: float) -> float:
     """KV bytes one token adds to one replica, over all layers (2 × layers × kv_heads × head_dim
     × bytes; MLA: latent + rope dims; DSA: plus the indexer's key cache). Sliding-window layers
-    count fully here: this is the per-token figure for sequences within the window."""
-    return model.num_layers * (_kv_elems_per_token_per_layer(model) * kv_bytes
+    count fully here: this is the per-token figure for sequences within the window. Hybrid models: only
+    their full-attention layers (ModelArch.kv_layers); their constant states are per sequence."""
+    return model.kv_layers * (_kv_elems_per_token_per_layer(model) * kv_bytes
                                + indexer_bytes_per_token_per_layer(model))
 
 
@@ -156,7 +159,7 @@ def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[
     if model.is_mla:
         return {"mla": model.num_layers * (per_layer + indexer_bytes_per_token_per_layer(model))}
     n_window = len(model.sliding_window_layers) if model.sliding_window else 0
-    out = {"full": (model.num_layers - n_window) * per_layer}
+    out = {"full": (model.kv_layers - n_window) * per_layer}
     if n_window:
         out["sliding"] = n_window * per_layer
     return out
@@ -164,11 +167,12 @@ def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[
 
 def kv_cache_bytes_per_sequence(model: ModelArch, tokens: float, kv_bytes: float) -> float:
     """KV bytes of one sequence of `tokens` on one replica; sliding-window layers hold at most
-    their window."""
+    their window; a hybrid model's state layers their constant state (sizing.perf.hybrid_state)."""
     per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes + indexer_bytes_per_token_per_layer(model)
     n_window = len(model.sliding_window_layers) if model.sliding_window else 0
     window_tokens = min(tokens, model.sliding_window or tokens)
-    return per_layer * ((model.num_layers - n_window) * tokens + n_window * window_tokens)
+    return per_layer * ((model.kv_layers - n_window) * tokens + n_window * window_tokens) + \
+        state_bytes_per_sequence(model)
 
 
 def kv_replication_factor(model: ModelArch, tp: int) -> float:
@@ -252,6 +256,9 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
     rep = kv_replication_factor(model, tp)
     per_token = kv_cache_bytes_per_token(model, kvb) * rep
     per_seq = kv_cache_bytes_per_sequence(model, context_tokens, kvb) * rep
+    if model.is_hybrid:  # the engine's own layout of states and KV (vLLM pads both to one page size)
+        per_seq = sequence_bytes_per_replica(model, context_tokens, kvb, tp, engine,
+                                             int(catalog.number("vllm_kv_block_size")))
     kv_replica = max(kv_gpu, 0.0) * tp * pp
     max_seqs = int(math.floor(kv_replica * GIB / per_seq)) if per_seq > 0 else 0
     if outside > 0:
