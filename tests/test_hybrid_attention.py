@@ -3,7 +3,7 @@
 constant-size state per sequence (shapes from vLLM's mamba_utils.py), laid out as vLLM's hybrid block
 pool pages it; decode reads that state instead of a KV that grows with the context.
 
-Configs: bench/calibration/hybrid_configs/ (sources and dates in its SOURCES.md)."""
+Configs: bench/hybrid_configs/ (sources and dates in its SOURCES.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from sizing.perf.memory import GIB, kv_cache_bytes_per_token, memory_fit, weight
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import build_step_model, engine_step_s
 
-CONFIGS = Path(__file__).resolve().parents[1] / "bench" / "calibration" / "hybrid_configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "bench" / "hybrid_configs"
 CAT = load_catalog()
 CAL = load_calibration()
 
