@@ -133,6 +133,8 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                    "config.json reconstructions in bench/calibration/configs (sources in its SOURCES.md)",
     "nemotron_nano": "vultrb200's 'Nemotron Nano 30B' (its notes: 'likely NVIDIA Nemotron-3-Nano-30B-A3B FP8, ASSUMED') "
                      "is sized from NVIDIA-Nemotron-3-Nano-30B-A3B's config.json (bench/hybrid_configs)",
+    "zero_values": "rows whose value is 0 (gpsq359b-0035, gpsq35moe-0075: a median TTFT of 0.00 ms from guidellm, "
+                   "whose medians the pages call anomalous) are left out and counted",
     "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
                           "(vLLM's default mamba_cache_mode 'none', vllm/config/cache.py; ASSUMED for every such row, "
                           "SGLang's too)",
@@ -222,6 +224,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             src = r["id"].split("-")[0]
+            if float(r["value"]) <= 0:  # BENCHMARK_ASSUMPTIONS["zero_values"]
+                if skipped is not None:
+                    why = "a measured value of 0 (guidellm's anomalous medians: nothing to compare)"
+                    skipped[why] = skipped.get(why, 0) + 1
+                continue
             if r["model"] in UNMODELLED:
                 if skipped is not None:
                     why = UNMODELLED[r["model"]]
