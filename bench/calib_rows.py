@@ -131,8 +131,8 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "~0.8B weights (0.1%) are not added to V3's 671B"},
     "glm_configs": "GLM-4.5-Air and GLM-4.6 (and their -FP8 checkpoints at fp8 weights) are sized from the "
                    "config.json reconstructions in bench/calibration/configs (sources in its SOURCES.md)",
-    "nemotron_nano": "vultrb200's 'Nemotron Nano 30B' (its notes: 'likely NVIDIA Nemotron-3-Nano-30B-A3B FP8, ASSUMED') "
-                     "is sized from NVIDIA-Nemotron-3-Nano-30B-A3B's config.json (bench/hybrid_configs)",
+    "nemotron_nano": "vultrb200's 'Nemotron Nano 30B' (its notes: 'likely NVIDIA Nemotron-3-Nano-30B-A3B FP8, "
+                     "ASSUMED') is sized from NVIDIA-Nemotron-3-Nano-30B-A3B's config.json (bench/hybrid_configs)",
     "zero_values": "rows whose value is 0 (gpsq359b-0035, gpsq35moe-0075: a median TTFT of 0.00 ms from guidellm, "
                    "whose medians the pages call anomalous) are left out and counted",
     "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
