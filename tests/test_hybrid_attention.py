@@ -157,3 +157,30 @@ def test_planner_plans_a_hybrid_model(tmp_path: Path) -> None:
         _arch("Qwen3.5-9B").params_total_b * 1e9 * 2 / GIB, rel=0.02)
     assert any(a.startswith("model size: Qwen3.5-9B") and "config.json tensor shapes" in a for a in plan.assumptions)
     assert pool.per_replica.max_concurrent_sequences > 0
+
+
+def test_simulator_step_is_engine_step_s_for_a_hybrid() -> None:
+    import numpy as np
+
+    from sizing.perf.sim import _step_time
+
+    sm = build_step_model(CAT, CAL, _arch("Qwen3.5-35B-A3B"), "H200", "bf16", 1, 1, "auto", "vllm", "nvlink")
+    ctx, pn, pc = np.array([300.0, 5000.0, 9000.0]), np.array([512.0, 0.0]), np.array([1024.0, 2048.0])
+    want = engine_step_s(sm, list(ctx), list(zip(pn, pc, strict=True)))
+    assert _step_time(sm, ctx, pn, pc) == pytest.approx(want, rel=1e-12)
+
+
+def test_simulated_hybrid_burst_runs_more_long_sequences_and_queues_as_n_grows() -> None:
+    from sizing.perf.sim import Arrivals, Lengths, simulate
+
+    hybrid = _arch("Qwen3.5-9B")
+    dense = CAT.model("qwen3-8b")
+    runs = {}
+    for m in (hybrid, dense):
+        cfg = ReplicaConfig(model=m, gpu="H100-SXM", precision="bf16", tp=1, max_num_seqs=1024)
+        runs[m.short_name] = simulate(CAT, cfg, Lengths(16000), Lengths(64), Arrivals.burst(400), seed=1)
+    assert runs[hybrid.short_name].max_running > runs[dense.short_name].max_running
+    cfg = ReplicaConfig(model=hybrid, gpu="H100-SXM", precision="bf16", tp=1)
+    ttft = [simulate(CAT, cfg, Lengths(2048), Lengths(128), Arrivals.burst(n), seed=1).ttft_ms["p50"]
+            for n in (64, 512, 2048)]
+    assert ttft[0] < ttft[1] < ttft[2]

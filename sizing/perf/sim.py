@@ -172,6 +172,8 @@ def _step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.ndarray) -
         kv += kvt * (f * float(live.sum()) + (1 - f) * (float(np.minimum(live, win).sum()) if f < 1 else 0.0))
     else:
         pctx = 0.0
+    if sm.state_bytes_per_seq_per_gpu:  # a hybrid's states: read and written once per sequence in the step
+        kv += 2.0 * sm.state_bytes_per_seq_per_gpu * (d + (float(np.count_nonzero(pn)) if pn.size else 0.0))
     return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
 
 
