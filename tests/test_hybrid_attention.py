@@ -17,8 +17,15 @@ from sizing.catalog.architectures import ArchitectureError, read_config
 from sizing.catalog.calibration import load_calibration
 from sizing.catalog.lookup import load_catalog
 from sizing.catalog.records import ModelArch
-from sizing.perf.hybrid_state import sequence_bytes_per_replica, state_bytes_per_sequence, vllm_page_layout
-from sizing.perf.memory import GIB, kv_cache_bytes_per_token, memory_fit, weight_bytes_per_replica
+from sizing.perf.memory import (
+    GIB,
+    kv_cache_bytes_per_token,
+    memory_fit,
+    sequence_bytes_per_replica,
+    state_bytes_per_sequence,
+    vllm_page_layout,
+    weight_bytes_per_replica,
+)
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import build_step_model, engine_step_s
 

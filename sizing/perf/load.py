@@ -33,7 +33,6 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from sizing.errors import CatalogLookupError
-from sizing.perf.hybrid_state import sequence_bytes_per_replica
 from sizing.perf.memory import (
     GIB,
     MemoryFit,
@@ -41,6 +40,7 @@ from sizing.perf.memory import (
     kv_cache_bytes_per_token,
     kv_replication_factor,
     memory_fit,
+    sequence_bytes_per_replica,
 )
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import StepModel, build_step_model, overlap

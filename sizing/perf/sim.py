@@ -46,9 +46,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sizing.catalog.platform import number
-from sizing.perf.hybrid_state import vllm_pool_blocks
 from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
-from sizing.perf.memory import GIB, kv_cache_bytes_per_token, kv_replication_factor
+from sizing.perf.memory import GIB, kv_cache_bytes_per_token, kv_replication_factor, vllm_pool_blocks
 from sizing.perf.replica import ReplicaConfig
 
 if TYPE_CHECKING:
@@ -261,9 +260,9 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     win_blocks = -(-(int(model.sliding_window or 0) - 1) // blk) + 1 if n_sw else 0
     block_bytes = c.fit.kv_cache_bytes_per_token / model.num_layers * group * blk
     if model.is_hybrid:
-        # hybrid linear attention (sizing.perf.hybrid_state): pool blocks of blk tokens (sized so a page holds a
-        # state) for the attention groups, and one block per state group held for the sequence's whole life
-        # (a "window" of one block); vLLM's layout, used for every engine here
+        # hybrid linear attention (the hybrid section of sizing.perf.memory): pool blocks of blk tokens (sized
+        # so a page holds a state) for the attention groups, and one block per state group held for the
+        # sequence's whole life (a "window" of one block); vLLM's layout, used for every engine here
         kvb = c.fit.kv_cache_bytes_per_token / kv_cache_bytes_per_token(model, 1.0) / kv_replication_factor(
             model, cfg.tp)
         blk, full_groups, sw_groups, block_bytes = vllm_pool_blocks(model, kvb, cfg.tp, blk)

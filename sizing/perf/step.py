@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sizing.errors import PerfModelError
-from sizing.perf.hybrid_state import state_bytes_per_sequence
 from sizing.perf.memory import (
     dense_bytes_per_param,
     embedding_params,
@@ -45,6 +44,7 @@ from sizing.perf.memory import (
     kv_cache_bytes_per_token,
     kv_dtype_bytes,
     kv_replication_factor,
+    state_bytes_per_sequence,
     weight_bytes_per_replica,
 )
 
@@ -176,7 +176,7 @@ class StepModel:
     indexer_fraction: float = 0.0
     indexer_flops_per_ctx_token_per_gpu: float = 0.0
     # hybrid linear attention (ModelArch.state_layers): every step a sequence decodes or prefills in reads its
-    # constant-size state and writes it back (sizing.perf.hybrid_state), whatever its context
+    # constant-size state and writes it back (the hybrid section of sizing.perf.memory), whatever its context
     state_bytes_per_seq_per_gpu: float = 0.0
 
     @property

@@ -3,7 +3,7 @@ and Nemotron-H (Mamba-2 + attention + MLP / MoE blocks).
 
 Most layers of these models keep a constant-size state per sequence instead of a KV cache that grows
 with the context; a few full-attention layers keep the KV. The reader records which layers are which
-and the state's shape; sizing/perf/hybrid_state.py turns that into bytes as vLLM lays them out.
+and the state's shape; sizing/perf/memory.py (its hybrid section) turns that into bytes as vLLM lays them out.
 
 Shapes (exact tensors) from transformers:
 - modeling_qwen3_next.py / modeling_qwen3_5.py / modeling_qwen3_5_moe.py. `layer_types` (or every
