@@ -191,3 +191,22 @@ def test_simulated_hybrid_burst_runs_more_long_sequences_and_queues_as_n_grows()
     ttft = [simulate(CAT, cfg, Lengths(2048), Lengths(128), Arrivals.burst(n), seed=1).ttft_ms["p50"]
             for n in (64, 512, 2048)]
     assert ttft[0] < ttft[1] < ttft[2]
+
+
+def test_qwen3_next_is_read_from_its_defaults() -> None:
+    """huggingface/transformers configuration_qwen3_next.py defaults (the Qwen3-Next-80B-A3B shape; THUDM/slime
+    scripts/models/qwen3-next-80B-A3B.sh agrees: 48 layers, hidden 2048, 16 heads / 2 groups of 256, 512
+    experts of 512, top-10, shared 512, vocab 151936, untied). Published: 80B total, 3B activated. No
+    mamba_ssm_dtype key: the recurrent state is in the model's 16-bit dtype."""
+    c = {"model_type": "qwen3_next", "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 16,
+         "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 151936, "tie_word_embeddings": False,
+         "intermediate_size": 5632, "num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512,
+         "shared_expert_intermediate_size": 512, "decoder_sparse_step": 1, "linear_num_key_heads": 16,
+         "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+         "linear_conv_kernel_dim": 4}
+    m = ModelArch(**read_config(c, "Qwen/Qwen3-Next-80B-A3B-Instruct", "test"))
+    assert m.params_total_b == pytest.approx(80.0, rel=0.01)
+    emb = m.vocab_size * m.hidden_size / 1e9
+    assert m.params_active_b - 2 * emb == pytest.approx(3.0, rel=0.1)  # "3B activated", rounded
+    assert (m.kv_layers, len(m.state_layers), m.state_ssm_bytes) == (12, 36, 2.0)
+    assert state_bytes_per_sequence(m) == 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 2)
