@@ -135,6 +135,11 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                      "ASSUMED') is sized from NVIDIA-Nemotron-3-Nano-30B-A3B's config.json (bench/hybrid_configs)",
     "zero_values": "rows whose value is 0 (gpsq359b-0035, gpsq35moe-0075: a median TTFT of 0.00 ms from guidellm, "
                    "whose medians the pages call anomalous) are left out and counted",
+    "guidellm_capped_burst": "gpsq359b / gpsq35moe rows ('ShareGPT (guidellm profile ...), request_rate=1000', 1,000 "
+                             "requests, 'peak concurrent requests=512') are a burst held to guidellm's 512 requests in "
+                             "flight (guidellm config.py Settings 'max_concurrency: int = 512'), not a steady closed "
+                             "loop of 512 users: modelled as a burst of 512 prompts (the first wave; the requests sent "
+                             "as slots free wait in the client, outside the TTFT guidellm measures)",
     "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
                           "(vLLM's default mamba_cache_mode 'none', vllm/config/cache.py; ASSUMED for every such row, "
                           "SGLang's too)",
@@ -278,7 +283,10 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                                   osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]
             n_prompts = re.search(r"num_prompts=(\d+)", notes)
-            if r["concurrency"]:
+            if r["concurrency"] and "request_rate=1000)" in notes and "guidellm" in notes:
+                # BENCHMARK_ASSUMPTIONS["guidellm_capped_burst"]
+                mode, load = "burst", float(r["concurrency"])
+            elif r["concurrency"]:
                 mode, load = "closed", float(r["concurrency"])
             elif rate and rate != "inf":
                 mode, load = "open", float(rate)

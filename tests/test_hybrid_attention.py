@@ -210,3 +210,13 @@ def test_qwen3_next_is_read_from_its_defaults() -> None:
     assert m.params_active_b - 2 * emb == pytest.approx(3.0, rel=0.1)  # "3B activated", rounded
     assert (m.kv_layers, len(m.state_layers), m.state_ssm_bytes) == (12, 36, 2.0)
     assert state_bytes_per_sequence(m) == 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 2)
+
+
+def test_guidellm_rows_are_a_burst_held_to_its_512_in_flight() -> None:
+    """gpsq359b / gpsq35moe: guidellm at request_rate=1000 over 1,000 requests with 'peak concurrent
+    requests=512' (guidellm Settings max_concurrency 512): a burst of 512, not 512 users in steady state."""
+    from bench.calib_rows import load_rows
+
+    rows = [r for r in load_rows(CAT, None) if r.source in ("gpsq359b", "gpsq35moe") and r.cfg.engine == "vllm"]
+    capped = [r for r in rows if r.load == 512.0]
+    assert capped and all(r.mode == "burst" for r in capped)
