@@ -218,5 +218,7 @@ def test_guidellm_rows_are_a_burst_held_to_its_512_in_flight() -> None:
     from bench.calib_rows import load_rows
 
     rows = [r for r in load_rows(CAT, None) if r.source in ("gpsq359b", "gpsq35moe") and r.cfg.engine == "vllm"]
-    capped = [r for r in rows if r.load == 512.0]
-    assert capped and all(r.mode == "burst" for r in capped)
+    sharegpt = [r for r in rows if r.load == 512.0 and r.shape.prompt_tokens == 342]  # the ShareGPT blocks
+    assert sharegpt and all(r.mode == "burst" for r in sharegpt)
+    # guidellm's 'Throughput' profile (random 1024/128) keeps 512 in flight for its duration: a closed loop
+    assert all(r.mode == "closed" for r in rows if r.shape.prompt_tokens == 1024)
