@@ -34,6 +34,10 @@ DEFAULT_CSV = CALIB_DIR / "perf_points.csv"
 DEFAULT_CSVS = tuple(CALIB_DIR / f for f in ("perf_points.csv", "perf_points_2026.csv", "perf_points_2026_ext.csv"))
 GLM_AIR = str(CALIB_DIR / "configs" / "GLM-4.5-Air" / "config.json")  # read by the glm4_moe reader
 GLM_46 = str(CALIB_DIR / "configs" / "GLM-4.6" / "config.json")
+# hybrid linear-attention models, read by sizing/catalog/architectures/hybrid.py (sources in hybrid_configs/SOURCES.md)
+QWEN35_9B = str(CALIB_DIR.parent / "hybrid_configs" / "Qwen3.5-9B" / "config.json")
+QWEN35_35B = str(CALIB_DIR.parent / "hybrid_configs" / "Qwen3.5-35B-A3B" / "config.json")
+NEMOTRON_NANO = str(CALIB_DIR.parent / "hybrid_configs" / "NVIDIA-Nemotron-3-Nano-30B-A3B" / "config.json")
 
 MODELS = {
     "Llama-2-7B": "llama-2-7b", "Llama-2-13B": "llama-2-13b", "Llama-2-70B": "llama-2-70b",
@@ -53,13 +57,13 @@ MODELS = {
     # BENCHMARK_ASSUMPTIONS["deepseek_v32"]
     "deepseek-ai/DeepSeek-V3.2": "deepseek-v3.2", "/workspace/DeepSeek-v3.2": "deepseek-v3.2",
 }
+MODELS.update({
+    "Qwen/Qwen3.5-9B": QWEN35_9B, "Qwen/Qwen3.5-35B-A3B": QWEN35_35B, "Qwen/Qwen3.5-35B-A3B-FP8": QWEN35_35B,
+    # BENCHMARK_ASSUMPTIONS["nemotron_nano"]
+    "Nemotron Nano 30B (NVIDIA; exact HF id not stated)": NEMOTRON_NANO,
+})
 # rows of models the catalog cannot size yet: left out of the fit and the tables, counted by reason
-UNMODELLED = {
-    "Qwen/Qwen3.5-9B": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
-    "Qwen/Qwen3.5-35B-A3B": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
-    "Qwen/Qwen3.5-35B-A3B-FP8": "Qwen3.5 (gated delta-net / full-attention hybrid): no architecture reader",
-    "Nemotron Nano 30B (NVIDIA; exact HF id not stated)": "Nemotron Nano 30B (Mamba hybrid): no config, no reader",
-}
+UNMODELLED: dict[str, str] = {}
 ENGINES = {"TensorRT-LLM": "tensorrt-llm", "NVIDIA NIM (TensorRT-LLM backend)": "tensorrt-llm",
            "vLLM": "vllm", "SGLang": "sglang", "HF TGI (SageMaker LLM DLC)": "tgi"}
 STATS = {"mean": "mean", "na": "mean", "median": "p50", "p50": "p50", "p95": "p95", "p99": "p99"}
@@ -127,6 +131,18 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "~0.8B weights (0.1%) are not added to V3's 671B"},
     "glm_configs": "GLM-4.5-Air and GLM-4.6 (and their -FP8 checkpoints at fp8 weights) are sized from the "
                    "config.json reconstructions in bench/calibration/configs (sources in its SOURCES.md)",
+    "nemotron_nano": "vultrb200's 'Nemotron Nano 30B' (its notes: 'likely NVIDIA Nemotron-3-Nano-30B-A3B FP8, "
+                     "ASSUMED') is sized from NVIDIA-Nemotron-3-Nano-30B-A3B's config.json (bench/hybrid_configs)",
+    "zero_values": "rows whose value is 0 (gpsq359b-0035, gpsq35moe-0075: a median TTFT of 0.00 ms from guidellm, "
+                   "whose medians the pages call anomalous) are left out and counted",
+    "guidellm_capped_burst": "gpsq359b / gpsq35moe rows ('ShareGPT (guidellm profile ...), request_rate=1000', 1,000 "
+                             "requests, 'peak concurrent requests=512') are a burst held to guidellm's 512 requests in "
+                             "flight (guidellm config.py Settings 'max_concurrency: int = 512'), not a steady closed "
+                             "loop of 512 users: modelled as a burst of 512 prompts (the first wave; the requests sent "
+                             "as slots free wait in the client, outside the TTFT guidellm measures)",
+    "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
+                          "(vLLM's default mamba_cache_mode 'none', vllm/config/cache.py; ASSUMED for every such row, "
+                          "SGLang's too)",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }
 
@@ -213,6 +229,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             src = r["id"].split("-")[0]
+            if float(r["value"]) <= 0:  # BENCHMARK_ASSUMPTIONS["zero_values"]
+                if skipped is not None:
+                    why = "a measured value of 0 (guidellm's anomalous medians: nothing to compare)"
+                    skipped[why] = skipped.get(why, 0) + 1
+                continue
             if r["model"] in UNMODELLED:
                 if skipped is not None:
                     why = UNMODELLED[r["model"]]
@@ -262,7 +283,10 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                                   osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]
             n_prompts = re.search(r"num_prompts=(\d+)", notes)
-            if r["concurrency"]:
+            if r["concurrency"] and "request_rate=1000)" in notes and "guidellm" in notes:
+                # BENCHMARK_ASSUMPTIONS["guidellm_capped_burst"]
+                mode, load = "burst", float(r["concurrency"])
+            elif r["concurrency"]:
                 mode, load = "closed", float(r["concurrency"])
             elif rate and rate != "inf":
                 mode, load = "open", float(rate)

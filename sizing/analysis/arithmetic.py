@@ -80,7 +80,7 @@ def arithmetic(plan: Plan, cat: Catalog) -> Arithmetic:
     return Arithmetic(
         pool=p.name, gpu=p.gpu, precision=p.precision, gpus_per_replica=n, params_b=model.params_total_b,
         bytes_per_param=fmt.bytes_per_param, weights_gib_per_replica=round(weights, 2),
-        weights_gib_per_gpu=p.per_replica.weights_gib_per_gpu, num_layers=model.num_layers,
+        weights_gib_per_gpu=p.per_replica.weights_gib_per_gpu, num_layers=model.kv_layers,  # layers with KV
         num_kv_heads=model.num_kv_heads, head_dim=head_dim, kv_dtype_bytes=kvb,
         kv_bytes_per_token_per_replica=kv_cache_bytes_per_token(model, kvb), tokens_per_request=tokens,
         kv_gib_per_request_per_replica=round(per_req, 4), planned_concurrency_per_replica=conc,

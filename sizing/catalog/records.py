@@ -145,6 +145,29 @@ class ModelArch:
     index_topk: int | None = None
     index_n_heads: int | None = None
     index_head_dim: int | None = None
+    # hybrid linear attention (sizing/catalog/architectures/hybrid.py): 0-based indices of the layers that
+    # keep a constant-size state per sequence instead of a KV cache (Qwen3-Next / Qwen3.5 gated delta-net,
+    # Nemotron-H Mamba-2), and of the layers with neither (Nemotron-H's MLP / MoE-only blocks). Per state
+    # layer and sequence, whole replica: `state_conv_elems` conv-state elements (conv_dim x (kernel - 1),
+    # the model's dtype) and `state_ssm_elems` recurrent-state elements (heads x head_dim x state),
+    # `state_ssm_bytes` bytes each (float32 where the config or the engine pins it); `state_flops_per_token`:
+    # the recurrence's FLOPs per token over all state layers
+    state_layers: tuple[int, ...] = ()
+    no_cache_layers: tuple[int, ...] = ()
+    state_conv_elems: int = 0
+    state_ssm_elems: int = 0
+    state_ssm_bytes: float = 0.0
+    state_flops_per_token: float = 0.0
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Some layers keep a constant-size state per sequence (linear attention / Mamba)."""
+        return bool(self.state_layers)
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers that keep a KV cache (all but the state layers and the cache-free blocks)."""
+        return self.num_layers - len(self.state_layers) - len(self.no_cache_layers)
 
     @property
     def is_moe(self) -> bool:

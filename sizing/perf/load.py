@@ -33,7 +33,15 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from sizing.errors import CatalogLookupError
-from sizing.perf.memory import GIB, MemoryFit, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, memory_fit
+from sizing.perf.memory import (
+    GIB,
+    MemoryFit,
+    kv_cache_bytes_per_sequence,
+    kv_cache_bytes_per_token,
+    kv_replication_factor,
+    memory_fit,
+    sequence_bytes_per_replica,
+)
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.step import StepModel, build_step_model, overlap
 
@@ -237,6 +245,12 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     # SlidingWindowManager.remove_skipped_blocks), as memory_fit counts them
     per_seq = kv_cache_bytes_per_sequence(cfg.model, avg_tokens, 1.0) * fit.kv_cache_bytes_per_token \
         / kv_cache_bytes_per_token(cfg.model, 1.0)
+    if cfg.model.is_hybrid:  # a constant state per sequence beside the KV of its attention layers, laid out
+        # as the engine pages them (as memory_fit counts them)
+        per_seq = sequence_bytes_per_replica(cfg.model, avg_tokens, fit.kv_cache_bytes_per_token
+                                             / kv_cache_bytes_per_token(cfg.model, 1.0)
+                                             / kv_replication_factor(cfg.model, cfg.tp), cfg.tp, cfg.engine,
+                                             int(catalog.number("vllm_kv_block_size")))
     kv_cap = int(fit.kv_cache_gib_available * GIB / per_seq) if fit.fits else 0
     cap, why = (kv_cap, "kv-capacity") if kv_cap < max_seqs else (max_seqs, "engine-limit")
     hit = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)

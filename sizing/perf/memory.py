@@ -142,8 +142,9 @@ def indexer_bytes_per_token_per_layer(model: ModelArch) -> float:
 def kv_cache_bytes_per_token(model: ModelArch, kv_bytes: float) -> float:
     """KV bytes one token adds to one replica, over all layers (2 × layers × kv_heads × head_dim
     × bytes; MLA: latent + rope dims; DSA: plus the indexer's key cache). Sliding-window layers
-    count fully here: this is the per-token figure for sequences within the window."""
-    return model.num_layers * (_kv_elems_per_token_per_layer(model) * kv_bytes
+    count fully here: this is the per-token figure for sequences within the window. Hybrid models: only
+    their full-attention layers (ModelArch.kv_layers); their constant states are per sequence."""
+    return model.kv_layers * (_kv_elems_per_token_per_layer(model) * kv_bytes
                                + indexer_bytes_per_token_per_layer(model))
 
 
@@ -156,7 +157,7 @@ def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[
     if model.is_mla:
         return {"mla": model.num_layers * (per_layer + indexer_bytes_per_token_per_layer(model))}
     n_window = len(model.sliding_window_layers) if model.sliding_window else 0
-    out = {"full": (model.num_layers - n_window) * per_layer}
+    out = {"full": (model.kv_layers - n_window) * per_layer}
     if n_window:
         out["sliding"] = n_window * per_layer
     return out
@@ -164,11 +165,12 @@ def kv_bytes_per_token_by_layer_kind(model: ModelArch, kv_bytes: float) -> dict[
 
 def kv_cache_bytes_per_sequence(model: ModelArch, tokens: float, kv_bytes: float) -> float:
     """KV bytes of one sequence of `tokens` on one replica; sliding-window layers hold at most
-    their window."""
+    their window; a hybrid model's state layers their constant state (below, the hybrid section)."""
     per_layer = _kv_elems_per_token_per_layer(model) * kv_bytes + indexer_bytes_per_token_per_layer(model)
     n_window = len(model.sliding_window_layers) if model.sliding_window else 0
     window_tokens = min(tokens, model.sliding_window or tokens)
-    return per_layer * ((model.num_layers - n_window) * tokens + n_window * window_tokens)
+    return per_layer * ((model.kv_layers - n_window) * tokens + n_window * window_tokens) + \
+        state_bytes_per_sequence(model)
 
 
 def kv_replication_factor(model: ModelArch, tp: int) -> float:
@@ -252,6 +254,9 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
     rep = kv_replication_factor(model, tp)
     per_token = kv_cache_bytes_per_token(model, kvb) * rep
     per_seq = kv_cache_bytes_per_sequence(model, context_tokens, kvb) * rep
+    if model.is_hybrid:  # the engine's own layout of states and KV (vLLM pads both to one page size)
+        per_seq = sequence_bytes_per_replica(model, context_tokens, kvb, tp, engine,
+                                             int(catalog.number("vllm_kv_block_size")))
     kv_replica = max(kv_gpu, 0.0) * tp * pp
     max_seqs = int(math.floor(kv_replica * GIB / per_seq)) if per_seq > 0 else 0
     if outside > 0:
@@ -272,3 +277,84 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
         weights_gib=w_gpu * tp * pp, overhead_gib_per_gpu=over, kv_cache_gib_per_gpu=max(kv_gpu, 0.0),
         kv_cache_gib_available=kv_replica, kv_cache_bytes_per_token=per_token, context_tokens=context_tokens,
         kv_cache_bytes_per_sequence=per_seq, max_concurrent_sequences=max_seqs, fits=fits, reason=reason)
+
+
+# --- hybrid linear attention (ModelArch.state_layers) ----------------------------------------------
+# Memory of hybrid linear-attention models (ModelArch.state_layers: gated delta-net, Mamba-2): a
+# constant-size state per sequence on each state layer, a growing KV cache on each full-attention layer.
+#
+# Units: bytes; "per replica" is the whole tp-rank model copy, "per GPU" one rank's share.
+#
+# How vLLM lays it out (vLLM >= 0.10, hybrid KV cache manager):
+# - A state layer holds one state per running sequence: conv state (conv_dim x (kernel - 1), model dtype)
+#   and recurrent state (heads x head_dim x state, float32 where the config pins it); shapes and dtypes
+#   from vllm/model_executor/layers/mamba/mamba_utils.py (quoted in sizing/catalog/architectures/hybrid.py).
+#   With the default `mamba_cache_mode` "none" (vllm/config/cache.py) a sequence keeps one state, not one
+#   per block: ASSUMED for every row here (the "align"/"all" prefix-caching modes keep more).
+# - All layers draw pages from one block pool of ONE page size. vLLM sizes the attention block so that an
+#   attention page holds at least one state and pads the state's page to it
+#   (model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config:
+#   `attn_block_size = kernel_block_alignment_size * cdiv(mamba_page_size, kernel_block_alignment_size *
+#   attn_page_size_1_token)` ... `cache_config.mamba_page_size_padded = attn_page_size`), so a sequence
+#   holds one padded page per state layer and cdiv(tokens, attn_block_size) pages per attention layer.
+#   The kernel alignment is vLLM's KV block size on CUDA (platform.csv `vllm_kv_block_size`, 16: the
+#   FlashAttention backend's block sizes are multiples of 16).
+# - Layers are grouped `min(layers per type)` to a group and one tensor serves one layer of every group
+#   (v1/core/kv_cache_utils.py _get_kv_cache_config_uniform_page_size); a block of a group is a page on
+#   each of group_size tensors, so a group short of layers still takes group_size pages per block.
+# - TP shards the heads (and the conv channels) of every state and attention layer; KV heads fewer than
+#   tp are replicated (as sizing.perf.memory.kv_replication_factor).
+# SGLang keeps the states in a separate pool (MambaPool); it is sized here as the unpadded sum.
+
+CONV_STATE_BYTES = 2.0  # the conv state in the model's 16-bit dtype (MambaStateDtypeCalculator, "auto")
+
+
+def state_bytes_per_layer(model: ModelArch) -> float:
+    """Bytes of one sequence's state on one state layer, whole replica (conv + recurrent)."""
+    return model.state_conv_elems * CONV_STATE_BYTES + model.state_ssm_elems * model.state_ssm_bytes
+
+
+def state_bytes_per_sequence(model: ModelArch) -> float:
+    """Bytes of one sequence's states over all state layers, whole replica; 0 for a model without them."""
+    return len(model.state_layers) * state_bytes_per_layer(model)
+
+
+def kv_bytes_per_token_per_layer(model: ModelArch, kv_bytes: float) -> float:
+    """KV bytes one token adds on one full-attention layer, whole replica as stored (2 x kv_heads x
+    head_dim x bytes)."""
+    head_dim = model.head_dim or model.hidden_size // model.num_attention_heads
+    return 2.0 * model.num_kv_heads * head_dim * kv_bytes
+
+
+def vllm_page_layout(model: ModelArch, kv_bytes: float, tp: int, align: int) -> tuple[int, float]:
+    """(attention block size in tokens, page bytes per GPU) of vLLM's hybrid block pool:
+    attn_block_size = align x cdiv(state page, align x attention page of one token)."""
+    kv_heads_gpu = max(model.num_kv_heads / tp, 1.0)
+    head_dim = model.head_dim or model.hidden_size // model.num_attention_heads
+    attn_1tok = 2.0 * kv_heads_gpu * head_dim * kv_bytes
+    state_page = state_bytes_per_layer(model) / tp
+    block = align * max(math.ceil(state_page / (align * attn_1tok)), 1)
+    return block, block * attn_1tok
+
+
+def sequence_bytes_per_replica(model: ModelArch, tokens: float, kv_bytes: float, tp: int, engine: str,
+                               align: int) -> float:
+    """Bytes one sequence of `tokens` holds on one replica of a hybrid model: vLLM's padded pool blocks
+    (one per state group, cdiv(tokens, block) per attention group); other engines the unpadded sum
+    (states + KV of the attention layers, KV heads replicated beyond their count)."""
+    if engine == "vllm":
+        block, attn_groups, state_groups, block_bytes = vllm_pool_blocks(model, kv_bytes, tp, align)
+        return block_bytes * (state_groups + attn_groups * math.ceil(max(tokens, 1.0) / block))
+    rep = max(1.0, tp / model.num_kv_heads)
+    return state_bytes_per_sequence(model) + model.kv_layers * tokens * kv_bytes_per_token_per_layer(model, kv_bytes) \
+        * rep
+
+
+def vllm_pool_blocks(model: ModelArch, kv_bytes: float, tp: int, align: int) -> tuple[int, int, int, float]:
+    """vLLM's hybrid pool in whole-replica blocks, for the step-level simulator: (tokens per attention
+    block, attention groups, state groups, bytes per pool block = page x group size x tp). A sequence
+    takes one block per state group and cdiv(tokens, block) per attention group."""
+    block, page = vllm_page_layout(model, kv_bytes, tp, align)
+    n_state, n_kv = len(model.state_layers), model.kv_layers
+    group = min(n_state, n_kv) if n_state and n_kv else max(n_state, n_kv, 1)
+    return block, -(-n_kv // group), -(-n_state // group), page * group * tp

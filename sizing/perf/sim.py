@@ -53,7 +53,7 @@ import numpy as np
 from sizing.catalog.platform import number
 from sizing.perf.batch_scheduler import KvBlocks, KvPool, release, schedule_step
 from sizing.perf.load import WorkloadShape, _ctx, _engine_limits, lognormal_sigma
-from sizing.perf.memory import GIB
+from sizing.perf.memory import GIB, kv_cache_bytes_per_token, kv_replication_factor, vllm_pool_blocks
 from sizing.perf.replica import ReplicaConfig
 
 if TYPE_CHECKING:
@@ -177,6 +177,8 @@ def _step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.ndarray) -
         kv += kvt * (f * float(live.sum()) + (1 - f) * (float(np.minimum(live, win).sum()) if f < 1 else 0.0))
     else:
         pctx = 0.0
+    if sm.state_bytes_per_seq_per_gpu:  # a hybrid's states: read and written once per sequence in the step
+        kv += 2.0 * sm.state_bytes_per_seq_per_gpu * (d + (float(np.count_nonzero(pn)) if pn.size else 0.0))
     return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
 
 
@@ -263,6 +265,14 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     sw_groups = -(-n_sw // group) if n_sw else 0
     win_blocks = -(-(int(model.sliding_window or 0) - 1) // blk) + 1 if n_sw else 0
     block_bytes = c.fit.kv_cache_bytes_per_token / model.num_layers * group * blk
+    if model.is_hybrid:
+        # hybrid linear attention (the hybrid section of sizing.perf.memory): pool blocks of blk tokens (sized
+        # so a page holds a state) for the attention groups, and one block per state group held for the
+        # sequence's whole life (a "window" of one block); vLLM's layout, used for every engine here
+        kvb = c.fit.kv_cache_bytes_per_token / kv_cache_bytes_per_token(model, 1.0) / kv_replication_factor(
+            model, cfg.tp)
+        blk, full_groups, sw_groups, block_bytes = vllm_pool_blocks(model, kvb, cfg.tp, blk)
+        win_blocks = 1
     total_blocks = int(c.fit.kv_cache_gib_available * GIB // block_bytes)
     rng = np.random.default_rng(seed)
     n = (requests.send_s.size if requests is not None else 0) or n_requests or default_requests(arrivals, max_seqs)

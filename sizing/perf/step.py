@@ -45,6 +45,7 @@ from sizing.perf.memory import (
     kv_cache_bytes_per_token,
     kv_dtype_bytes,
     kv_replication_factor,
+    state_bytes_per_sequence,
     weight_bytes_per_replica,
 )
 
@@ -179,19 +180,25 @@ class StepModel:
     # across the pp - 1 stage boundaries over the inter-node fabric (sizing/perf/fabric.py), bytes/s per node
     pipeline_bytes_per_token: float = 0.0
     fabric_bytes_per_s: float = math.inf
+    # hybrid linear attention (ModelArch.state_layers): every step a sequence decodes or prefills in reads its
+    # constant-size state and writes it back (the hybrid section of sizing.perf.memory), whatever its context
+    state_bytes_per_seq_per_gpu: float = 0.0
 
     @property
     def flops_per_token_per_gpu(self) -> float:
         return self.dense_flops_per_token_per_gpu + self.expert_flops_per_token_per_gpu
 
     def kv_read_bytes(self, ctx_tokens: float) -> float:
-        """KV bytes per GPU one sequence with `ctx_tokens` of context reads in one decode step."""
+        """KV bytes per GPU one sequence with `ctx_tokens` of context reads in one decode step (a hybrid
+        model's state read and written back included)."""
+        state = 2.0 * self.state_bytes_per_seq_per_gpu
         if self.attn_topk < math.inf:  # DSA: the top-k keys' KV, and the indexer's keys of the whole context
             return self.kv_bytes_per_token_per_gpu * ((1 - self.indexer_fraction) * self.attended(ctx_tokens)
-                                                      + self.indexer_fraction * ctx_tokens)
+                                                      + self.indexer_fraction * ctx_tokens) + state
         full = self.kv_full_fraction * ctx_tokens
         return self.kv_bytes_per_token_per_gpu * (full + (1 - self.kv_full_fraction) * min(ctx_tokens,
-                                                                                           self.sliding_window))
+                                                                                           self.sliding_window)) \
+            + state
 
     def attended(self, ctx_tokens: float) -> float:
         """Keys one query attends over with `ctx_tokens` of context: its window on sliding layers,
@@ -294,7 +301,7 @@ def _attn_flops_per_ctx_token(model: ModelArch) -> float:
         r, rope = model.mla_kv_lora_rank or 0, model.mla_qk_rope_head_dim or 0
         return 2.0 * model.num_layers * model.num_attention_heads * ((r + rope) + r)
     head_dim = model.head_dim or model.hidden_size // model.num_attention_heads
-    return 4.0 * model.num_layers * model.num_attention_heads * head_dim
+    return 4.0 * model.kv_layers * model.num_attention_heads * head_dim  # hybrid: its full-attention layers
 
 
 def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_name: str, precision: str,
@@ -363,7 +370,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         expert_bytes_per_gpu=expert_bytes / n, num_experts=n_exp, experts_per_token=k,
         kv_bytes_per_token_per_gpu=kv_tok / n, kv_full_fraction=1.0 - n_window / model.num_layers,
         sliding_window=float(model.sliding_window) if model.sliding_window else math.inf, kv_dtype_bytes=kvb,
-        dense_flops_per_token_per_gpu=2.0 * (active_nonemb - active_expert) / n,
+        # a hybrid's recurrence (ModelArch.state_flops_per_token) is per token like a GEMM's work
+        dense_flops_per_token_per_gpu=(2.0 * (active_nonemb - active_expert) + model.state_flops_per_token) / n,
         lm_head_flops_per_token_per_gpu=2.0 * model.vocab_size * model.hidden_size / n,
         expert_flops_per_token_per_gpu=2.0 * active_expert / n,
         attn_flops_per_ctx_token_per_gpu=_attn_flops_per_ctx_token(model) / n,
@@ -391,4 +399,5 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         indexer_fraction=indexer_bytes_per_token_per_layer(model) * model.num_layers * rep / kv_tok
         if model.index_topk else 0.0,
         indexer_flops_per_ctx_token_per_gpu=2.0 * model.num_layers * (model.index_n_heads or 0)
-        * (model.index_head_dim or 0) / n if model.index_topk else 0.0)
+        * (model.index_head_dim or 0) / n if model.index_topk else 0.0,
+        state_bytes_per_seq_per_gpu=state_bytes_per_sequence(model) / n)

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sizing.catalog.architectures import deepseek, dense, gemma, gpt_oss, moe, phi3
+from sizing.catalog.architectures import deepseek, dense, gemma, gpt_oss, hybrid, moe, phi3
 from sizing.catalog.architectures.base import ArchFields, ArchitectureError
 
 if TYPE_CHECKING:
@@ -21,12 +21,13 @@ if TYPE_CHECKING:
 Reader = Callable[[dict[str, Any], str, str], ArchFields]
 
 READERS: dict[str, Reader] = {}
-for _mod in (dense, phi3, gemma, moe, deepseek, gpt_oss):
+for _mod in (dense, phi3, gemma, moe, deepseek, gpt_oss, hybrid):
     for _mt in _mod.MODEL_TYPES:
         READERS[_mt] = _mod.read
 
 # multimodal wrappers whose language model is in `text_config`
-TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+                     "qwen3_5_moe": "qwen3_5_moe_text"}
 
 __all__ = ["READERS", "ArchitectureError", "complete", "derived", "known_model_types", "read_config", "row_config"]
 

@@ -155,10 +155,12 @@ def to_model_arch(cfg: BaseConfig, counts: Counts, family: str, name: str, sourc
                   moe_shared_experts: int | None = None, moe_intermediate_size: int | None = None,
                   first_k_dense_layers: int | None = None, head_dim: int | None = -1,
                   mla: tuple[int, int, int, int] | None = None,
-                  sparse: tuple[int, int, int] | None = None) -> ArchFields:
+                  sparse: tuple[int, int, int] | None = None,
+                  hybrid: dict[str, Any] | None = None) -> ArchFields:
     """The fields of the catalog record (`ModelArch(**fields)`) for a derived architecture;
     `mla` = (kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim); `sparse` = DSA's
-    (index_topk, index_n_heads, index_head_dim). The readers stay
+    (index_topk, index_n_heads, index_head_dim); `hybrid`: the ModelArch state fields (state_layers,
+    no_cache_layers, state_conv_elems, state_ssm_elems, state_ssm_bytes, state_flops_per_token). The readers stay
     below sizing.catalog.lookup in the layers, so the caller builds the record."""
     return dict(
         hf_id=name, short_name=name.rstrip("/").split("/")[-1].lower(), family=family,
@@ -180,4 +182,4 @@ def to_model_arch(cfg: BaseConfig, counts: Counts, family: str, name: str, sourc
         checkpoint_quant=counts.checkpoint_quant,
         params_source="config.json tensor shapes",
         index_topk=sparse[0] if sparse else None, index_n_heads=sparse[1] if sparse else None,
-        index_head_dim=sparse[2] if sparse else None)
+        index_head_dim=sparse[2] if sparse else None, **(hybrid or {}))
