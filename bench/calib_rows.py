@@ -121,6 +121,11 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
         "source": "huggingface/text-generation-inference PR #1428 'feat: experimental support for cuda graphs' "
                   "(first in 1.4), PR #1703 'Add cuda graphs sizes and make it default' (2024-04-04); hfsm's "
                   "SageMaker LLM DLC runs TGI 1.0.3 (2023-09)"},
+    "trtllm_pytorch_eager": {
+        "rule": "TensorRT-LLM's PyTorch backend before 1.0 runs without CUDA graphs unless its options enable them",
+        "source": "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/config.py PyTorchConfig: 'If true, use CUDA "
+                  "graphs for decoding ... use_cuda_graph: bool = False'; dstack's DeepSeek-R1 runs (dsr1h200, "
+                  "0.17 'trtllm-serve --backend pytorch ...') pass no extra_llm_api_options"},
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
     "deepseek_v32": {
@@ -261,7 +266,9 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             if (v := _flag(notes, "--gpu-memory-utilization") or _flag(notes, "--mem-fraction-static")) is not None:
                 limits["gpu_memory_utilization"] = float(v)
             if "--enforce-eager" in notes or "--disable-cuda-graph" in notes or (
-                    engine == "tgi" and _version(r["engine_version"]) < (1, 4)):  # BENCHMARK_ASSUMPTIONS["tgi_eager"]
+                    engine == "tgi" and _version(r["engine_version"]) < (1, 4)) or (  # ["tgi_eager"]
+                    engine == "tensorrt-llm" and "--backend pytorch" in notes and "cuda_graph" not in notes
+                    and _version(r["engine_version"]) < (1, 0)):  # BENCHMARK_ASSUMPTIONS["trtllm_pytorch_eager"]
                 limits["cuda_graphs"] = False
             if "--async-scheduling" in notes:
                 limits["async_scheduling"] = True

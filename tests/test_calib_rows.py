@@ -16,6 +16,17 @@ def test_tgi_before_cuda_graphs_runs_eagerly() -> None:
     assert "tgi_eager" in BENCHMARK_ASSUMPTIONS
 
 
+def test_tensorrt_llm_pytorch_backend_before_1_0_runs_eagerly_without_a_cuda_graph_config() -> None:
+    # TensorRT-LLM's early PyTorch backend captured CUDA graphs only when asked
+    # (tensorrt_llm/_torch/pyexecutor/config.py PyTorchConfig: `use_cuda_graph: bool = False`); dstack's
+    # DeepSeek-R1 runs on 0.17 (`trtllm-serve --backend pytorch ...`) pass no extra_llm_api_options
+    rows = [r for r in load_rows(load_catalog()) if r.cfg.engine == "tensorrt-llm"]
+    dstack = [r for r in rows if r.source == "dsr1h200"]
+    assert dstack and all(not r.cfg.cuda_graphs for r in dstack)
+    assert all(r.cfg.cuda_graphs for r in rows if r.source != "dsr1h200")  # the 1.x and C++-runtime rows
+    assert "trtllm_pytorch_eager" in BENCHMARK_ASSUMPTIONS
+
+
 def test_awq_rows_served_with_quantization_awq_run_the_unfused_kernels() -> None:
     # r2rz's L4 runs pass `--quantization awq` (vLLM 0.8.5 and SGLang 0.4.6); its A100 runs pass
     # `--quantization awq_marlin`; gpustackq's page has a row 'AWQ' beside a row 'AWQ Marlin'

@@ -5,6 +5,7 @@ sized from its tensors (the lightning indexer's weights and key cache), and a qu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -62,11 +63,40 @@ def test_decode_and_prefill_attend_at_most_topk_keys() -> None:
     # at 32k it reads the top 2,048 keys' latent and the indexer's 132 bytes of every token
     assert s32.kv_read_bytes(32000) < 0.2 * s3.kv_read_bytes(32000)
     assert s32.kv_read_bytes(64000) > s32.kv_read_bytes(32000)  # the indexer still grows with the context
-    # a 32k-token prompt: its attention is bounded by top-k, so the prefill is far cheaper than dense
-    dense, sparse = s3.step_s(0, 0, 8192, 28000), s32.step_s(0, 0, 8192, 28000)
+    # a 32k-token prompt: its attention is bounded by top-k, so the prefill is far cheaper than dense in the
+    # same (absorbed) form, and cheaper than dense MLA's MHA-form prefill too
+    absorbed3 = dataclasses.replace(s3, attn_prefill_flops_per_ctx_token_per_gpu=None)
+    dense, sparse = absorbed3.step_s(0, 0, 8192, 28000), s32.step_s(0, 0, 8192, 28000)
     assert sparse < 0.5 * dense
-    assert s32.step_s(0, 0, 8192, 1000) == pytest.approx(s3.step_s(0, 0, 8192, 1000), rel=0.05)
+    assert sparse < s3.step_s(0, 0, 8192, 28000)
+    assert s32.step_s(0, 0, 8192, 1000) == pytest.approx(absorbed3.step_s(0, 0, 8192, 1000), rel=0.05)
     # the simulator's vectorised step agrees with the scalar one
     ctx = np.array([500.0, 3000.0, 40000.0])
     vec = _step_time(s32, ctx, np.array([]), np.array([]))
     assert vec == pytest.approx(s32.step_s(3, float(ctx.mean()), kv_read_bytes=sum(s32.kv_read_bytes(c) for c in ctx)))
+
+
+def test_dense_mla_prefills_in_the_mha_form_and_decodes_absorbed() -> None:
+    """Dense MLA (DeepSeek-V3/R1) runs two attention forms: decode the absorbed, data-movement friendly one
+    over the 512 + 64 latent (2·(rank + rope) + 2·rank FLOPs per head per context token), prefill the
+    compute friendly MHA one with 192-dim q/k and 128-dim v heads (2·(nope + rope) + 2·v): vLLM's MLA
+    backends (`vllm/attention/backends/mla/common.py`: 'Compute Friendly Approach (i.e. "_forward_prefill")
+    ... MHA with QK headdim = P + R, V headdim = V'; 'Data-Movement Friendly Approach (i.e.
+    "_forward_decode")'), SGLang's DeepseekV2AttentionMLA (0.4.3: `forward_normal` for an extend without a
+    cached prefix, `forward_absorb` otherwise). DSA (V3.2) stays absorbed in both: vLLM's
+    FlashMLASparseImpl concatenates the absorbed `ql_nope` with `q_pe` over the latent cache."""
+    s3 = _steps(_arch(V3, "v3"))
+    h, layers = V3["num_attention_heads"], V3["num_hidden_layers"]
+    absorbed = 2 * layers * h * ((512 + 64) + 512) / 8
+    mha = 2 * layers * h * ((128 + 64) + 128) / 8
+    assert s3.attn_flops_per_ctx_token_per_gpu == pytest.approx(absorbed)
+    assert s3.attn_prefill_flops_per_ctx_token_per_gpu == pytest.approx(mha)
+    # a prompt's attention costs the MHA form's FLOPs, a decode's the absorbed form's
+    _, comp_p, _ = s3.parts(0, 0, 8192, 16000)
+    _, comp_p0, _ = s3.parts(0, 0, 8192, 0)
+    assert comp_p - comp_p0 == pytest.approx(mha * 8192 * 16000 / s3.attn_flops_per_s)
+    _, comp_d, _ = s3.parts(64, 16000)
+    _, comp_d0, _ = s3.parts(64, 0)
+    assert comp_d - comp_d0 == pytest.approx(absorbed * 64 * 16000 / s3.attn_flops_per_s)
+    s32 = _steps(_arch(V32, "v32"))
+    assert s32.attn_prefill_flops_per_ctx_token_per_gpu == pytest.approx(s32.attn_flops_per_ctx_token_per_gpu)

@@ -183,6 +183,9 @@ class StepModel:
     # hybrid linear attention (ModelArch.state_layers): every step a sequence decodes or prefills in reads its
     # constant-size state and writes it back (the hybrid section of sizing.perf.memory), whatever its context
     state_bytes_per_seq_per_gpu: float = 0.0
+    # a prompt token's QK and AV FLOPs per context token when its form differs from decode's (dense MLA
+    # prefills in the MHA form, decodes absorbed: `_attn_flops_per_ctx_token`); None: the same
+    attn_prefill_flops_per_ctx_token_per_gpu: float | None = None
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -240,7 +243,10 @@ class StepModel:
             attn_ctx += (d * ctx_tokens + p * prefill_ctx_tokens) * self.indexer_flops_per_ctx_token_per_gpu \
                 / self.attn_flops_per_ctx_token_per_gpu
         else:
-            attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window)) + p * prefill_ctx_tokens
+            attn_ctx = d * (f * ctx_tokens + (1 - f) * min(ctx_tokens, self.sliding_window))
+            pre = self.attn_prefill_flops_per_ctx_token_per_gpu
+            # prompt tokens in their own attention form (dense MLA: the MHA form), as decode-form context
+            attn_ctx += p * prefill_ctx_tokens * (1.0 if pre is None else pre / self.attn_flops_per_ctx_token_per_gpu)
         # prompt tokens run every dense GEMM but the lm_head
         comp = (self.dense_flops_per_token_per_gpu * gemm_tokens - self.lm_head_flops_per_token_per_gpu * p) \
             / dense_rate \
@@ -295,10 +301,22 @@ def engine_step_s(sm: StepModel, decode_context_tokens: Sequence[float],
     return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
 
 
-def _attn_flops_per_ctx_token(model: ModelArch) -> float:
-    """FLOPs per new token per context token over all layers (2 per multiply-add, QK and AV)."""
-    if model.is_mla:  # absorbed MLA: scores over rank + rope dims, values in the latent rank
+def _attn_flops_per_ctx_token(model: ModelArch, prefill: bool = False) -> float:
+    """FLOPs per new token per context token over all layers (2 per multiply-add, QK and AV).
+
+    MLA runs two forms. Decode: the absorbed, data-movement friendly one, scores over the latent rank +
+    rope dims and values in the latent rank. Prefill (`prefill` True) of dense MLA: the compute friendly
+    MHA one, q/k heads of nope + rope dims and v heads of v_head_dim, 3.4x fewer FLOPs for DeepSeek-V3
+    (vLLM `vllm/attention/backends/mla/common.py`: 'Compute Friendly Approach (i.e. "_forward_prefill")
+    ... MHA with QK headdim = P + R, V headdim = V' and 'Data-Movement Friendly Approach (i.e.
+    "_forward_decode")'; SGLang 0.4.3 `DeepseekV2AttentionMLA.forward`: `forward_normal` for an extend
+    without a cached prefix). DeepSeek sparse attention stays absorbed in both (vLLM FlashMLASparseImpl
+    attends `torch.cat([ql_nope, q_pe])` over the latent cache)."""
+    if model.is_mla:
         r, rope = model.mla_kv_lora_rank or 0, model.mla_qk_rope_head_dim or 0
+        nope, v = model.mla_qk_nope_head_dim, model.mla_v_head_dim
+        if prefill and model.index_topk is None and nope and v:
+            return 2.0 * model.num_layers * model.num_attention_heads * ((nope + rope) + v)
         return 2.0 * model.num_layers * model.num_attention_heads * ((r + rope) + r)
     head_dim = model.head_dim or model.hidden_size // model.num_attention_heads
     return 4.0 * model.kv_layers * model.num_attention_heads * head_dim  # hybrid: its full-attention layers
@@ -375,6 +393,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         lm_head_flops_per_token_per_gpu=2.0 * model.vocab_size * model.hidden_size / n,
         expert_flops_per_token_per_gpu=2.0 * active_expert / n,
         attn_flops_per_ctx_token_per_gpu=_attn_flops_per_ctx_token(model) / n,
+        attn_prefill_flops_per_ctx_token_per_gpu=_attn_flops_per_ctx_token(model, prefill=True) / n,
         allreduces_per_stage=int(math.ceil(2 * model.num_layers / pp)),
         allreduce_bytes_per_token=model.hidden_size * 2.0,
         bw_bytes_per_s=gpu.memory_bandwidth_gbs * GB * cal.bandwidth_fraction(hbm),
