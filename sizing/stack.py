@@ -209,6 +209,8 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
             out[top] = parse_value(value)
             continue
         node = out.setdefault(top, {})
+        if parts[:2] == ["workload", "trace"] and len(parts) == 3:
+            _trace_key(node, parts[2], item)
         for p in parts[1:-1]:
             if not isinstance(node, dict):
                 raise SpecError(f"--set {item!r}: {p} is not a mapping")
@@ -219,6 +221,16 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
         if parts[:2] == ["workload", "slo"] and len(parts) == 3:
             _drop_other_spelling(node, parts[2])
     return out
+
+
+def _trace_key(workload: Any, key: str, item: str) -> None:
+    """`--set workload.trace.KEY=..`: KEY must be one of the trace mapping's (sizing.spec.TraceSpec); a trace
+    given as a plain path is promoted to the mapping form `{path: ...}` first, as the spec reads it."""
+    keys = list(TraceSpec.model_fields)
+    if key not in keys:
+        raise SpecError(f"--set {item!r}: {NAMESPACE}:workload.trace has no key {key!r}; its keys: {', '.join(keys)}")
+    if isinstance(workload, dict) and isinstance(workload.get("trace"), str):
+        workload["trace"] = {"path": workload["trace"]}
 
 
 def _drop_other_spelling(slo: dict[str, Any], key: str) -> None:

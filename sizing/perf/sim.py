@@ -194,7 +194,7 @@ def _sparse_step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.nda
     return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
 
 
-def _wquantiles(values: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray) -> dict[str, float]:
     """Mean and QUANTILES (inverted CDF) of values with integer weights."""
     if values.size == 0:
         return {"mean": 0.0, **{f"p{q}": 0.0 for q in QUANTILES}}
@@ -328,6 +328,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     waiting: deque[int] = deque()
     gap_v: list[np.ndarray] = []
     gap_w: list[np.ndarray] = []
+    gap_r: list[np.ndarray] = []  # the request of each gap entry (per-class ITL over tokens in a replay)
     log_t: list[float] = []
     log_tok: list[int] = []
     busy_running = 0.0
@@ -462,8 +463,9 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             dt = _step_time(sm, dec_ctx + (k - 1) / 2.0, _EMPTY, _EMPTY)
             t_end = t + k * dt
             first = t + dt - LT[dec]
-            gap_v.extend((first, np.array([dt])))
-            gap_w.extend((np.ones(dec.size, dtype=np.int64), np.array([dec.size * (k - 1)], dtype=np.int64)))
+            gap_v.extend((first, np.full(dec.size, dt)))
+            gap_w.extend((np.ones(dec.size, dtype=np.int64), np.full(dec.size, k - 1, dtype=np.int64)))
+            gap_r.extend((dec, dec))
             C[dec] += k
             G[dec] += k
             LT[dec] = t_end
@@ -481,6 +483,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             if again.size:
                 gap_v.append(t_end - LT[again])
                 gap_w.append(np.ones(again.size, dtype=np.int64))
+                gap_r.append(again)
             newly = sampled[G[sampled] == 1]
             T1[newly] = t_end
             LT[sampled] = t_end
@@ -508,8 +511,13 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                   busy_running, t, max_running, total_blocks, stable, slo, n_users)
     if requests is None:
         return res
+    # every inter-token gap (s) with its weight (tokens it spans the same way) and its request, so a replay
+    # takes each class's ITL percentiles over its tokens
     return replace(res, per_request={"send_s": send, "first_token_s": T1, "last_token_s": T2,
-                                     "prompt_tokens": P, "output_tokens": OUT, "prefix_hit_tokens": H})
+                                     "prompt_tokens": P, "output_tokens": OUT, "prefix_hit_tokens": H,
+                                     "gap_s": np.concatenate(gap_v) if gap_v else np.zeros(0),
+                                     "gap_weight": np.concatenate(gap_w) if gap_w else np.zeros(0, dtype=np.int64),
+                                     "gap_request": np.concatenate(gap_r) if gap_r else np.zeros(0, dtype=np.int64)})
 
 
 _EMPTY = np.zeros(0)
@@ -544,7 +552,7 @@ def _result(arrivals: Arrivals, P: np.ndarray, OUT: np.ndarray, send: np.ndarray
     tpot = (T2[multi] - T1[multi]) / (OUT[multi] - 1) * 1e3
     gv = np.concatenate(gap_v) * 1e3 if gap_v else np.zeros(0)
     gw = np.concatenate(gap_w) if gap_w else np.zeros(0, dtype=np.int64)
-    itl = _wquantiles(gv, gw)
+    itl = weighted_quantiles(gv, gw)
     lt, ltok = np.array(log_t), np.array(log_tok)
     if arrivals.kind == "burst":
         t0, t1 = 0.0, t
