@@ -5,7 +5,10 @@ Routing (the router in front of the replicas), decided in arrival order before t
 - `round-robin`: request i goes to replica i mod N.
 - `least-loaded`: the replica with the fewest requests in flight, each counted from its arrival until
   its estimated finish (its prefill at the replica's prefill rate plus its output at one decode step
-  per token, no queueing: the router's view of outstanding work, not the replica's real queue).
+  per token, no queueing: the router's view of outstanding work, not the replica's real queue); ties
+  rotate (request i tries replica i mod N first), so idle replicas share the arrivals and their caches
+  fill alike (ties to the lowest index piled the caches, then the cache-affine traffic, on the first
+  replicas: 2-3x the prefill work of the last ones on the Mooncake synthetic trace).
 - `prefix-aware`: the replica whose prefix cache holds the longest leading run of the request's prefix
   blocks, unless that replica has PREFIX_BALANCE_SLACK more requests in flight than the least-loaded one
   (then least-loaded: a cache-aware router balances load first); ties go to the least-loaded.
@@ -52,8 +55,9 @@ METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 @dataclass(frozen=True)
 class ReplayResult:
     """One fleet's replay. `per_class[name][metric][q]`: ms, over the class's finished requests: TTFT, TPOT
-    (each request's mean gap) and E2E per request, ITL over every inter-token gap of the class's requests. `prefix_hit_share`: prompt tokens served from the
-    replicas' caches ÷ all prompt tokens. `finished_share` < 1 means the fleet did not keep up."""
+    (each request's mean gap) and E2E per request, ITL over every inter-token gap of the class's requests.
+    `prefix_hit_share`: prompt tokens served from the replicas' caches ÷ all prompt tokens. `finished_share`
+    < 1 means the fleet did not keep up."""
 
     replicas: int
     routing: str
@@ -111,7 +115,7 @@ def route(trace: Trace, replicas: int, routing: str, service_s: np.ndarray, cach
         if routing == "round-robin":
             r = i % replicas
         else:
-            least = min(range(replicas), key=lambda x: (load[x], x))
+            least = min(range(replicas), key=lambda x: (load[x], (x - i) % replicas))
             r = least
             if routing == "prefix-aware" and chain:
                 best, best_hit = least, 0

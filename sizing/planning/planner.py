@@ -115,7 +115,9 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
         for s in ("scale-up", "scale-out")}
     from sizing.planning.class_results import attach
 
-    plan = attach(build_plan(cat, model, stack, strat, main, others, demand, scale), stack, fleet, stack.trace)
+    by_class = fleet.replicas_by_class if fleet is not None and fleet.layout == "dedicated" else None
+    plan = attach(build_plan(cat, model, stack, strat, main, others, demand, scale, by_class, fleet is not None),
+                  stack, fleet, stack.trace)
     tie = tie_note(main)
     if tie:
         plan.assumptions.append(tie)
