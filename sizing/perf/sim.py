@@ -274,7 +274,12 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         OUT = np.maximum(np.minimum(requests.output_tokens.astype(np.int64), max_len - P), 1)
         H = (np.minimum(requests.prefix_hit_tokens.astype(np.int64), P) // blk) * blk
     H = np.minimum(H, ((P - 1) // blk) * blk)
-    shared_blocks = int(H.max() // blk) * max(full_groups, 1) if n else 0
+    # KV blocks the hits take: a sampled run's hits are one shared prefix (a system prompt), resident once
+    # and not per request; given requests (a replay) hit their own prefixes (a conversation's history),
+    # distinct blocks each, so they are the request's own (counting them as free let a replica admit more
+    # than its KV cache holds, then preempt in storms)
+    HB = H if requests is None else np.zeros_like(H)
+    shared_blocks = int(HB.max() // blk) * max(full_groups, 1) if n else 0
     free = total_blocks - shared_blocks
     overhead = c.request_overhead_s
     frontend = cal.v("frontend_ms_per_request") / 1e3
@@ -364,7 +369,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         CR, GR = C[R], G[R]
         need = P[R] + GR - CR
         sched = np.minimum(np.maximum(budget - (need.cumsum() - need), 0), need)
-        newb = blocks_for(CR + sched, H[R]) - B[R]
+        newb = blocks_for(CR + sched, HB[R]) - B[R]
         newb[sched == 0] = 0
         nb_total = int(newb.sum())
         if nb_total <= free:
@@ -380,7 +385,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             while j < len(order) and budget_l > 0:
                 r = order[j]
                 nt = min(int(P[r] + G[r] - C[r]), budget_l)
-                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
+                nb = int(blocks_for(int(C[r]) + nt, int(HB[r]))) - int(B[r])
                 while nb > free:
                     victim = order.pop()
                     free += int(B[victim])
@@ -414,7 +419,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                 if C[r] == 0:
                     C[r] = min(int(H[r]), ((int(P[r] + G[r]) - 1) // blk) * blk)
                 nt = min(int(P[r] + G[r] - C[r]), budget)
-                nb = int(blocks_for(int(C[r]) + nt, int(H[r]))) - int(B[r])
+                nb = int(blocks_for(int(C[r]) + nt, int(HB[r]))) - int(B[r])
                 if nb > free:
                     break
                 waiting.popleft()
@@ -452,12 +457,12 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                 k = min(k, max(1, math.ceil((t_next - t) / dt0 - 1e-9)))
             # blocks the k steps need: every sequence crossing a block boundary takes one more
             if k > 1:
-                extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
+                extra = int((blocks_for(C[dec] + k, HB[dec]) - B[dec]).sum())
                 while k > 1 and extra > free:
                     k = max(1, k // 2)
-                    extra = int((blocks_for(C[dec] + k, H[dec]) - B[dec]).sum())
+                    extra = int((blocks_for(C[dec] + k, HB[dec]) - B[dec]).sum())
                 free -= extra
-                B[dec] += blocks_for(C[dec] + k, H[dec]) - B[dec]
+                B[dec] += blocks_for(C[dec] + k, HB[dec]) - B[dec]
             k = max(1, min(k, 4096))
         if k > 1:
             dt = _step_time(sm, dec_ctx + (k - 1) / 2.0, _EMPTY, _EMPTY)
