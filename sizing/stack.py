@@ -14,7 +14,7 @@ import re
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -25,6 +25,9 @@ from sizing.spec import HardwareSpec, TraceSpec, WorkloadSpec
 from sizing.traffic.reader import Trace, read_trace
 from sizing.traffic.stats import trace_stats
 from sizing.user_files import read_user_file
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 NAMESPACE = "llmcap"
 KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token", "api_key")
@@ -270,9 +273,12 @@ def read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def _with_trace(raw: Any, base_dir: Path | None, problems: list[str]) -> tuple[Any, Trace | None]:
+def _with_trace(raw: Any, base_dir: Path | None, problems: list[str],
+                trace_at: Callable[[str], Path] | None = None) -> tuple[Any, Trace | None]:
     """Read `llmcap:workload.trace` (relative to the stack file) and fill the workload's missing
-    prompt_tokens, output_tokens (mean and p95) and traffic (the trace's mean rate) from it."""
+    prompt_tokens, output_tokens (mean and p95) and traffic (the trace's mean rate) from it. `trace_at`:
+    where the trace path as written is read from (a file the git adapter copied out of a commit, so `llmcap
+    diff` plans each side from its own ref's trace); None: from disk, relative to `base_dir`."""
     t = raw.get("trace") if isinstance(raw, dict) else None
     if t is None:
         return raw, None
@@ -282,10 +288,13 @@ def _with_trace(raw: Any, base_dir: Path | None, problems: list[str]) -> tuple[A
     except ValidationError as e:
         problems.extend(format_validation_error(f"{NAMESPACE}:workload.trace", e))
         return raw, None
-    path = Path(ts.path)
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
     try:
+        if trace_at is not None:
+            path = trace_at(ts.path)
+        else:
+            path = Path(ts.path)
+            if not path.is_absolute() and base_dir is not None:
+                path = base_dir / path
         trace = read_trace(path, ts.format, ts.time_scale, ts.prefix_reuse, ts.prefix_block_tokens)
     except SpecError as e:
         problems.append(f"{NAMESPACE}:workload.trace: {e}")
@@ -298,9 +307,19 @@ def _with_trace(raw: Any, base_dir: Path | None, problems: list[str]) -> tuple[A
     return out, trace
 
 
-def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", base_dir: Path | None = None) -> Stack:
+def trace_path_of(config: dict[str, Any]) -> str | None:
+    """The trace path a stack config names (`llmcap:workload.trace`, a path or `{path: ...}`), unvalidated."""
+    w = config.get(f"{NAMESPACE}:workload")
+    t = w.get("trace") if isinstance(w, dict) else None
+    p = t.get("path") if isinstance(t, dict) else t
+    return p if isinstance(p, str) and p else None
+
+
+def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", base_dir: Path | None = None,
+                      trace_at: Callable[[str], Path] | None = None) -> Stack:
     """Validate a stack `config:` mapping (all problems at once). `base_dir`: where a relative trace path
-    starts (the stack file's folder; default the working directory)."""
+    starts (the stack file's folder; default the working directory); `trace_at`: reads the trace path
+    instead (_with_trace)."""
     problems: list[str] = []
     for key in config:
         k = str(key)
@@ -314,7 +333,7 @@ def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", 
         workload = None
     else:
         before = len(problems)
-        raw, trace = _with_trace(config[f"{NAMESPACE}:workload"], base_dir, problems)
+        raw, trace = _with_trace(config[f"{NAMESPACE}:workload"], base_dir, problems, trace_at)
         # a trace that cannot be read is the one problem (its lengths and rate would be missing too)
         workload = (_validate(WorkloadSpec, f"{NAMESPACE}:workload", raw, problems)
                     if len(problems) == before else None)
