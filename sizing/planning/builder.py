@@ -225,7 +225,7 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
     """A dedicated layout: one pool per request class, each with its class's replicas for demand (plus the
     stack's spares in each pool: one pool cannot stand in for another's failed replica), serving the model
     as `<name>-<class>` (class_served_name); the first class of the stack (its default) also answers the
-    plain name, so a client that names no class still gets an answer. One instance type on one purchase
+    plain name (on vLLM, which takes several names), so a client that names no class still gets an answer. One instance type on one purchase
     only: a mixed strategy, a mixed purchase or a reservation split a pool already, and then the classes
     share it (a warning says so)."""
     hw = stack.hardware
@@ -250,7 +250,8 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
         pool.request_class = name
         plain = pool.vllm.served_model_name
         pool.vllm.served_model_name = class_served_name(plain, name)
-        pool.vllm.served_model_aliases = [plain] if name == default else []
+        # SGLang's --served-model-name takes one value (infra/data/sglang_flags.yaml, from its parser: no nargs)
+        pool.vllm.served_model_aliases = [plain] if name == default and pool.engine != "sglang" else []
         out.append(pool)
     return out
 
