@@ -225,9 +225,9 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
     """A dedicated layout: one pool per request class, each with its class's replicas for demand (plus the
     stack's spares in each pool: one pool cannot stand in for another's failed replica), serving the model
     as `<name>-<class>` (class_served_name); the first class of the stack (its default) also answers the
-    plain name (on vLLM, which takes several names), so a client that names no class still gets an answer. One instance type on one purchase
-    only: a mixed strategy, a mixed purchase or a reservation split a pool already, and then the classes
-    share it (a warning says so)."""
+    plain name (on vLLM, which takes several names), so a client that names no class still gets an answer.
+    One instance type on one purchase only: a mixed strategy, a mixed purchase or a reservation split a pool
+    already, and then the classes share it (a warning says so)."""
     hw = stack.hardware
     if len(mix.parts) != 1 or len(pools) != 1 or hw.purchase == "mixed" or pools[0].capacity_reservation_id:
         warnings.append("the replay found a pool per class cheaper, but one instance type on one purchase is needed "
