@@ -35,6 +35,9 @@ class VllmSettings(_M):
 
     model: str  # the Hugging Face id to serve
     served_model_name: str
+    # further names the pool answers to (vLLM --served-model-name takes several; the first names responses and
+    # metrics): a dedicated layout's default class pool also answers the model's plain name
+    served_model_aliases: list[str] = Field(default_factory=list)
     tensor_parallel_size: int
     pipeline_parallel_size: int
     max_model_len: int
@@ -148,6 +151,8 @@ class Pool(_M):
     memory_mib_per_replica: int = 0  # pod memory request, likewise (per node for a multi-node replica)
     goodput_scale: float = 1.0  # measured ÷ predicted goodput from the user's calibration overlay (1: none)
     engine: str = "vllm"  # the serving engine its pods run (llmcap:workload.engine; the chosen one of a list)
+    # the request class this pool serves alone (a dedicated layout, Plan.fleet); None = every class
+    request_class: str | None = None
     vllm: VllmSettings
     per_replica: PerReplica
 
@@ -325,6 +330,17 @@ class TraceSummary(_M):
     time_scale: float = 1.0
 
 
+class ClassAutoscaling(_M):
+    """KEDA's bounds for one class's own pool (a dedicated layout), from that class's load: replicas and
+    waiting requests per replica, as FleetChoice's for a single pool."""
+
+    min_replicas: int
+    max_replicas: int
+    warm_standby_replicas: int = 0
+    queue_threshold: int
+    why: str
+
+
 class FleetChoice(_M):
     """The fleet found by replaying the requests (trace, or the classes' synthesized Poisson streams) over
     N replicas of the chosen candidate (sizing.planning.fleet). `layout`: shared (classes mixed on one pool)
@@ -347,6 +363,9 @@ class FleetChoice(_M):
     warm_standby_replicas: int = 0  # kept serving so the busiest ramp is absorbed while new ones cold-start
     queue_threshold: int = 0  # KEDA's target of waiting requests per replica
     autoscaling_why: str = ""
+    # a dedicated layout: each class's pool's autoscaling (its own load and targets)
+    class_autoscaling: dict[str, ClassAutoscaling] = Field(default_factory=dict)
+    default_class: str = ""  # a dedicated layout: the class whose pool also answers the model's plain name
 
 
 class Plan(_M):

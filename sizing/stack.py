@@ -14,7 +14,7 @@ import re
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -25,6 +25,9 @@ from sizing.spec import HardwareSpec, TraceSpec, WorkloadSpec
 from sizing.traffic.reader import Trace, read_trace
 from sizing.traffic.stats import trace_stats
 from sizing.user_files import read_user_file
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 NAMESPACE = "llmcap"
 KNOWN_KEYS = ("workload", "hardware", "deployment", "budget_usd_month", "hf_token", "api_key")
@@ -209,6 +212,8 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
             out[top] = parse_value(value)
             continue
         node = out.setdefault(top, {})
+        if parts[:2] == ["workload", "trace"] and len(parts) == 3:
+            _trace_key(node, parts[2], item)
         for p in parts[1:-1]:
             if not isinstance(node, dict):
                 raise SpecError(f"--set {item!r}: {p} is not a mapping")
@@ -219,6 +224,16 @@ def apply_overrides(config: dict[str, Any], sets: list[str]) -> dict[str, Any]:
         if parts[:2] == ["workload", "slo"] and len(parts) == 3:
             _drop_other_spelling(node, parts[2])
     return out
+
+
+def _trace_key(workload: Any, key: str, item: str) -> None:
+    """`--set workload.trace.KEY=..`: KEY must be one of the trace mapping's (sizing.spec.TraceSpec); a trace
+    given as a plain path is promoted to the mapping form `{path: ...}` first, as the spec reads it."""
+    keys = list(TraceSpec.model_fields)
+    if key not in keys:
+        raise SpecError(f"--set {item!r}: {NAMESPACE}:workload.trace has no key {key!r}; its keys: {', '.join(keys)}")
+    if isinstance(workload, dict) and isinstance(workload.get("trace"), str):
+        workload["trace"] = {"path": workload["trace"]}
 
 
 def _drop_other_spelling(slo: dict[str, Any], key: str) -> None:
@@ -258,9 +273,12 @@ def read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def _with_trace(raw: Any, base_dir: Path | None, problems: list[str]) -> tuple[Any, Trace | None]:
+def _with_trace(raw: Any, base_dir: Path | None, problems: list[str],
+                trace_at: Callable[[str], Path] | None = None) -> tuple[Any, Trace | None]:
     """Read `llmcap:workload.trace` (relative to the stack file) and fill the workload's missing
-    prompt_tokens, output_tokens (mean and p95) and traffic (the trace's mean rate) from it."""
+    prompt_tokens, output_tokens (mean and p95) and traffic (the trace's mean rate) from it. `trace_at`:
+    where the trace path as written is read from (a file the git adapter copied out of a commit, so `llmcap
+    diff` plans each side from its own ref's trace); None: from disk, relative to `base_dir`."""
     t = raw.get("trace") if isinstance(raw, dict) else None
     if t is None:
         return raw, None
@@ -270,10 +288,13 @@ def _with_trace(raw: Any, base_dir: Path | None, problems: list[str]) -> tuple[A
     except ValidationError as e:
         problems.extend(format_validation_error(f"{NAMESPACE}:workload.trace", e))
         return raw, None
-    path = Path(ts.path)
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
     try:
+        if trace_at is not None:
+            path = trace_at(ts.path)
+        else:
+            path = Path(ts.path)
+            if not path.is_absolute() and base_dir is not None:
+                path = base_dir / path
         trace = read_trace(path, ts.format, ts.time_scale, ts.prefix_reuse, ts.prefix_block_tokens)
     except SpecError as e:
         problems.append(f"{NAMESPACE}:workload.trace: {e}")
@@ -286,9 +307,19 @@ def _with_trace(raw: Any, base_dir: Path | None, problems: list[str]) -> tuple[A
     return out, trace
 
 
-def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", base_dir: Path | None = None) -> Stack:
+def trace_path_of(config: dict[str, Any]) -> str | None:
+    """The trace path a stack config names (`llmcap:workload.trace`, a path or `{path: ...}`), unvalidated."""
+    w = config.get(f"{NAMESPACE}:workload")
+    t = w.get("trace") if isinstance(w, dict) else None
+    p = t.get("path") if isinstance(t, dict) else t
+    return p if isinstance(p, str) and p else None
+
+
+def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", base_dir: Path | None = None,
+                      trace_at: Callable[[str], Path] | None = None) -> Stack:
     """Validate a stack `config:` mapping (all problems at once). `base_dir`: where a relative trace path
-    starts (the stack file's folder; default the working directory)."""
+    starts (the stack file's folder; default the working directory); `trace_at`: reads the trace path
+    instead (_with_trace)."""
     problems: list[str] = []
     for key in config:
         k = str(key)
@@ -302,7 +333,7 @@ def stack_from_config(name: str, config: dict[str, Any], source: str = "stack", 
         workload = None
     else:
         before = len(problems)
-        raw, trace = _with_trace(config[f"{NAMESPACE}:workload"], base_dir, problems)
+        raw, trace = _with_trace(config[f"{NAMESPACE}:workload"], base_dir, problems, trace_at)
         # a trace that cannot be read is the one problem (its lengths and rate would be missing too)
         workload = (_validate(WorkloadSpec, f"{NAMESPACE}:workload", raw, problems)
                     if len(problems) == before else None)

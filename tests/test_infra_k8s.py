@@ -14,7 +14,7 @@ import pytest
 from infra.config import settings
 from infra.config.names import GPU_TAINT_KEY, POOL_LABEL
 from infra.config.platform import load_platform
-from infra.kubernetes import sglang_args
+from infra.kubernetes import autoscaling, sglang_args
 from infra.kubernetes.k8s_common import API_KEY_SECRET, ENDPOINT_LABEL, serving_name
 from infra.kubernetes.serving import startup_budget_s
 from tests.k8s_support import STACK_IDS, find, flag_values, objects, rendered
@@ -154,7 +154,10 @@ def test_autoscaler_targets_the_pool_workload_on_queue_depth(stack_id: str) -> N
         ref = so["spec"]["scaleTargetRef"]
         assert (ref["kind"], ref["name"]) == (kind, serving_name(pool.name)), stack_id
         find(objs, kind, ref["name"])  # the target exists
-        assert so["spec"]["minReplicaCount"] == pool.replicas, stack_id
+        # the pool's replicas; a trace plan's (or a class pool's) floor from its load over time, never above them
+        assert so["spec"]["minReplicaCount"] == autoscaling.min_replicas(result.plan, pool) <= pool.replicas, stack_id
+        if result.plan.fleet is None:
+            assert so["spec"]["minReplicaCount"] == pool.replicas, stack_id
         assert so["spec"]["maxReplicaCount"] == pool.replicas_max, stack_id
         trig = so["spec"]["triggers"][0]
         assert trig["type"] == "prometheus", stack_id

@@ -4,7 +4,8 @@ engine's waiting requests (infra/kubernetes/engines.py: vLLM `vllm:num_requests_
 the regexes also accept the OpenTelemetry-normalised names). min = the plan's replicas, max = the pool's
 replicas_max; a plan from a
 trace (`Plan.fleet`, sizing/planning/class_results.py) sets min (the quietest minute's replicas plus the warm
-standby its busiest ramp needs) and the queue threshold, read here as they are. No pulumi import."""
+standby its busiest ramp needs) and the queue threshold, read here as they are; in a dedicated layout each
+class's pool takes its own class's (`Plan.fleet.class_autoscaling`). No pulumi import."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from infra.kubernetes.engines import engine_of
 from infra.kubernetes.k8s_common import POOL_METRIC_LABEL, PROMETHEUS_URL, meta, serving_labels, serving_name
 
 if TYPE_CHECKING:
-    from sizing.plan import Plan, Pool
+    from sizing.plan import ClassAutoscaling, Plan, Pool
 
 KEDA_API_VERSION = "keda.sh/v1alpha1"
 
@@ -32,8 +33,19 @@ def _fleet_pool(plan: Plan, pool: Pool) -> bool:
     return f is not None and bool(f.autoscaling_why) and len(plan.pools) == 1 and plan.pools[0].name == pool.name
 
 
+def _class_bounds(plan: Plan, pool: Pool) -> ClassAutoscaling | None:
+    """A dedicated layout's class pool: its class's own KEDA bounds (Plan.fleet.class_autoscaling)."""
+    if plan.fleet is None or pool.request_class is None:
+        return None
+    return plan.fleet.class_autoscaling.get(pool.request_class)
+
+
 def min_replicas(plan: Plan, pool: Pool) -> int:
-    """KEDA's minReplicaCount: the trace's (Plan.fleet) where the plan has one, else the pool's replicas."""
+    """KEDA's minReplicaCount: a class pool's from its class's load, the trace's (Plan.fleet) where the plan
+    has one pool, else the pool's replicas."""
+    c = _class_bounds(plan, pool)
+    if c is not None:
+        return max(1, min(c.min_replicas, pool.replicas))
     if _fleet_pool(plan, pool):
         assert plan.fleet is not None
         return max(1, min(plan.fleet.autoscaling_min_replicas, pool.replicas))
@@ -46,6 +58,9 @@ def queue_threshold(plan: Plan, pool: Pool) -> int:
     the TTFT headroom the plan leaves (SLO p95 minus predicted p95 at planned load) bounds how long
     a queue may stand: q = headroom_s × goodput_requests_per_s, at least `minimum_threshold`."""
     a = settings.policy().autoscaling
+    c = _class_bounds(plan, pool)
+    if c is not None:
+        return max(a.minimum_threshold, c.queue_threshold)
     if _fleet_pool(plan, pool) and plan.fleet is not None and plan.fleet.queue_threshold > 0:
         return max(a.minimum_threshold, plan.fleet.queue_threshold)
     # the tightest queueing headroom among the SLO's TTFT targets (E2E when it sets no TTFT target)

@@ -42,6 +42,10 @@ def engine_flags(v: VllmSettings) -> list[str]:
     if v.kv_cache_dtype not in kv:
         raise SglangArgsError(f"--kv-cache-dtype: no SGLang value for the plan's {v.kv_cache_dtype!r} "
                               "(infra/data/sglang_values.yaml)")
+    if v.served_model_aliases:  # SGLang's --served-model-name is one string (dest served_model_name)
+        raise SglangArgsError(f"--served-model-name: SGLang serves one name, not also "
+                              f"{', '.join(v.served_model_aliases)} (a dedicated class layout's default pool "
+                              "answers the plain name on vLLM only)")
     out = [
         "--served-model-name", v.served_model_name,
         "--tp", str(v.tensor_parallel_size),  # --tp-size; --tp is its unique prefix in 0.5.23's parser

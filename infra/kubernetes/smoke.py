@@ -1,10 +1,10 @@
 """The smoke Job: the last object of a deployment, awaited by Pulumi (a batch/v1 Job completes or
 fails `pulumi up`). It sends one `/v1/chat/completions` and one `/v1/completions` request per served
-model through the router's Service with the API key and requires a non-empty answer, retrying until
-the slowest pool's rollout timeout plus a margin (`deadline_s`): so it also waits for LeaderWorkerSet
-groups, which Pulumi does not await. Its check is sizing/measure/smoke.py, run as a script in the
-router's image (python:3.12-slim, production-stack docker/Dockerfile at vllm-stack-0.1.12), the same
-code `llmcap verify --smoke` runs. No pulumi import."""
+model name (each request class's, in a dedicated layout) through the router's Service with the API key
+and requires a non-empty answer, retrying until the slowest pool's rollout timeout plus a margin
+(`deadline_s`): so it also waits for LeaderWorkerSet groups, which Pulumi does not await. Its check is
+sizing/measure/smoke.py, run as a script in the router's image (python:3.12-slim, production-stack
+docker/Dockerfile at vllm-stack-0.1.12), the same code `llmcap verify --smoke` runs. No pulumi import."""
 
 from __future__ import annotations
 
@@ -36,8 +36,10 @@ SCRIPT = Path(smoke_check.__file__).read_text(encoding="utf-8")
 
 
 def served_models(plan: Plan) -> list[str]:
-    """Each served model name once, in pool order."""
-    return list(dict.fromkeys(p.vllm.served_model_name for p in plan.pools))
+    """Each served model name once, in pool order, with the further names a pool answers to: a dedicated
+    layout's pools serve one name per request class (and the default class's pool the plain name too), so
+    the Job sends one request per class name through the router, which routes each to its class's pool."""
+    return list(dict.fromkeys(n for p in plan.pools for n in (p.vllm.served_model_name, *p.vllm.served_model_aliases)))
 
 
 def deadline_s(pool_timeouts_s: list[int]) -> int:

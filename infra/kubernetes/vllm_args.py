@@ -42,7 +42,10 @@ class MultiNode:
 def engine_flags(v: VllmSettings) -> list[str]:
     """Plan fields → engine flags. The mapping table of the project: one line per plan field."""
     out = [
-        "--served-model-name", v.served_model_name,
+        # several names: the pool answers each; the first names responses and metrics (vllm/config/model.py
+        # ModelConfig.served_model_name: "If multiple names are provided, the server will respond to any of
+        # the provided names. The model name in the model field of a response will be the first name")
+        "--served-model-name", v.served_model_name, *v.served_model_aliases,
         "--tensor-parallel-size", str(v.tensor_parallel_size),
         "--pipeline-parallel-size", str(v.pipeline_parallel_size),
         "--max-model-len", str(v.max_model_len),

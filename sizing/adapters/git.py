@@ -1,11 +1,14 @@
-"""Git, the one adapter `llmcap diff` needs: stack files and saved plans at a ref (`git ls-tree`,
-`git show`, by subprocess, no GitPython) or in the working tree, and `diff_refs`, which reads both
-sides and hands each pair to the pure cost diff (sizing.analysis.diff)."""
+"""Git, the one adapter `llmcap diff` needs: stack files, saved plans and the traces stacks plan from at a
+ref (`git ls-tree`, `git cat-file`, by subprocess, no GitPython) or in the working tree, and `diff_refs`,
+which reads both sides and hands each pair to the pure cost diff (sizing.analysis.diff)."""
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import posixpath
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,27 +136,111 @@ def saved_plans_at(ref: str | None, root: Path, stack_paths: list[str]) -> Files
     return Files({wanted[n]: t for n, t in files.texts.items()}, {wanted[n]: e for n, e in files.unreadable.items()})
 
 
-def _side(plan: Planner, name: str, path: str, ref: str, files: Files, plans: Files) -> Side | None:
+class Traces:
+    """The traces stacks plan from, at one ref (None = the working tree). A stack's trace path is relative to
+    its stack file and must stay inside the repository; at a ref, the file is that commit's blob, its size
+    checked against the trace limit (sizing.traffic.reader.MAX_TRACE_BYTES) before a byte is read, then
+    streamed by `git cat-file` into a private temporary folder under its own name, where the reader reads it
+    with all its bounds. An absolute path is read from disk on both sides (it is not in the repository)."""
+
+    def __init__(self, ref: str | None, root: Path, tmp: Path) -> None:
+        self.ref, self.root, self.tmp = ref, root, tmp
+        self._copied: dict[str, Path] = {}
+
+    def name_in_repo(self, stack_path: str, trace_path: str) -> str:
+        name = posixpath.normpath(posixpath.join(posixpath.dirname(stack_path), trace_path))
+        if name == ".." or name.startswith("../"):
+            raise SpecError(f"trace {trace_path}: outside the repository (from {stack_path}); llmcap diff reads a "
+                            "stack's trace at each ref, so keep it in the repository")
+        return name
+
+    def opener(self, stack_path: str) -> Callable[[str], Path]:
+        """Where the trace path a stack at `stack_path` names is read from (sizing.stack.stack_from_config)."""
+
+        def at(trace_path: str) -> Path:
+            if Path(trace_path).is_absolute():
+                return Path(trace_path)
+            name = self.name_in_repo(stack_path, trace_path)
+            if self.ref is None:
+                return self.root / name
+            return self._blob(name)
+
+        return at
+
+    def _blob(self, name: str) -> Path:
+        from sizing.traffic.reader import MAX_TRACE_BYTES
+
+        if name in self._copied:
+            return self._copied[name]
+        where = f"{self.ref}:{name}"
+        try:
+            size = int(git(["cat-file", "-s", where], self.root).strip() or 0)
+        except SpecError:
+            raise SpecError(f"trace {where}: not in that commit") from None
+        if size > MAX_TRACE_BYTES:
+            raise SpecError(f"trace {where}: {size / MIB:,.1f} MiB is above the trace limit "
+                            f"({MAX_TRACE_BYTES / MIB:g} MiB)")
+        folder = self.tmp / hashlib.sha256(where.encode()).hexdigest()[:16]
+        folder.mkdir(parents=True, exist_ok=True)
+        out = folder / posixpath.basename(name)
+        with open(out, "wb") as fh:
+            r = subprocess.run(["git", "cat-file", "blob", where], cwd=self.root, stdout=fh,
+                               stderr=subprocess.PIPE, check=False)
+        if r.returncode != 0:
+            raise SpecError(f"trace {where}: git cat-file failed")
+        self._copied[name] = out
+        return out
+
+    def identity(self, stack_path: str, text: str | None) -> str | None:
+        """The git object id of the stack's trace at this ref (None: no trace, or none readable): two refs
+        whose stack texts agree still differ when their traces do."""
+        from sizing.stack import config_from_text, trace_path_of
+
+        if text is None:
+            return None
+        try:
+            p = trace_path_of(config_from_text(text, stack_path))
+            if p is None or Path(p).is_absolute():
+                return None
+            name = self.name_in_repo(stack_path, p)
+            if self.ref is None:
+                f = self.root / name
+                return git(["hash-object", "--", str(f)], self.root).strip() if f.is_file() else None
+            return git(["rev-parse", "--verify", "--quiet", f"{self.ref}:{name}"], self.root).strip() or None
+        except SpecError:
+            return None
+
+
+def _side(plan: Planner, name: str, path: str, ref: str, files: Files, plans: Files,
+          traces: Traces | None = None) -> Side | None:
     """One side of a stack's diff: absent, unreadable (the file or its saved plan: the reason, no plan), or
-    planned from its text (sizing.analysis.diff.plan_side)."""
+    planned from its text (sizing.analysis.diff.plan_side), its trace read at the same ref (`traces`)."""
     err = files.unreadable.get(path) or plans.unreadable.get(path)
     if err is not None:
         return side_unplanned(ref, err, "unreadable")
     if path not in files.texts:
         return None
-    return plan_side(plan, name, files.texts[path], ref, path, plans.texts.get(path))
+    return plan_side(plan, name, files.texts[path], ref, path, plans.texts.get(path),
+                     traces.opener(path) if traces is not None else None)
 
 
 def diff_refs(base: str, head: str | None, planner: Planner, pattern: str = DEFAULT_STACKS_GLOB,
               cwd: Path | None = None) -> CostDiff:
     """Every stack file matching `pattern` added, removed or changed between base and head
-    (None = the working tree), planned on both sides."""
-    from sizing.stack import stack_name
-
+    (None = the working tree), planned on both sides, each from its own ref's traces."""
     root = repo_root(cwd or Path.cwd())
     check_ref(base, root)
     if head is not None:
         check_ref(head, root)
+    with tempfile.TemporaryDirectory(prefix="llmcap-diff-traces-") as tmp:
+        return _diff_refs(base, head, planner, pattern, root, Traces(base, root, Path(tmp) / "base"),
+                          Traces(head, root, Path(tmp) / "head"))
+
+
+def _diff_refs(base: str, head: str | None, planner: Planner, pattern: str, root: Path, old_traces: Traces,
+               new_traces: Traces) -> CostDiff:
+    from sizing.stack import stack_name
+
     plan = planner
     old_files, new_files = files_at(base, root, pattern), files_at(head, root, pattern)
     old_plans = saved_plans_at(base, root, sorted(old_files.texts))
@@ -169,12 +256,13 @@ def diff_refs(base: str, head: str | None, planner: Planner, pattern: str = DEFA
         if path in renamed_old:
             continue
         if path in old and old.get(path) == new.get(path) and old_plans.texts.get(path) == new_plans.texts.get(path) \
-                and path not in old_plans.unreadable and path not in new_plans.unreadable:
+                and path not in old_plans.unreadable and path not in new_plans.unreadable \
+                and old_traces.identity(path, old.get(path)) == new_traces.identity(path, new.get(path)):
             same += 1
             continue
         name = stack_name(Path(path))
         was = renames.get(path, path)
-        b = _side(plan, stack_name(Path(was)), was, base, old_files, old_plans)
-        a = _side(plan, name, path, head_label, new_files, new_plans)
+        b = _side(plan, stack_name(Path(was)), was, base, old_files, old_plans, old_traces)
+        a = _side(plan, name, path, head_label, new_files, new_plans, new_traces)
         out.append(stack_diff(name, path, b, a, renamed_from=was if was != path else None))
     return build_diff(base, head_label, out, same)

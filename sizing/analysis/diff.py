@@ -14,13 +14,16 @@ is one `renamed` stack, not removed + added. Must not import pulumi or boto3.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sizing.errors import LlmcapError, SpecError
 from sizing.plan import CostLine, Plan
 from sizing.planning.capacity import ends_line
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DIFF_SCHEMA_VERSION = 1
 Status = Literal["added", "removed", "modified", "unchanged", "renamed"]
@@ -220,10 +223,16 @@ def diff_plans(before: Plan | None, after: Plan | None, base: str = "from", head
     return build_diff(base, head, [sd], source="saved-plans")
 
 
-Planner = Callable[[str, str, str], Plan]
+class Planner(Protocol):
+    """Plans a stack file's text: `(stack name, text, source, trace_at)`; `trace_at` reads the stack's trace
+    path at the side's ref (sizing.adapters.git.Traces.opener; None: from disk)."""
+
+    def __call__(self, name: str, text: str, source: str, trace_at: Callable[[str], Path] | None = None) -> Plan:
+        ...
 
 
-def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tuple[Side, Any]:
+def saved_side(name: str, text: str, plan_text: str, ref: str, path: str,
+               trace_at: Callable[[str], Path] | None = None) -> tuple[Side, Any]:
     """A side from the ref's saved plan, checked against the stack file there; (side, SavedPlan or None)."""
     from sizing.planning.saved_plan import (
         SavedPlanRefusedError,
@@ -236,7 +245,8 @@ def saved_side(name: str, text: str, plan_text: str, ref: str, path: str) -> tup
 
     plan_file = saved_plan_path(path).as_posix()
     try:
-        stack = stack_from_config(name, config_from_text(text, f"{ref}:{path}"), f"{ref}:{path}")
+        stack = stack_from_config(name, config_from_text(text, f"{ref}:{path}"), f"{ref}:{path}",
+                                  trace_at=trace_at)
         saved = parse_saved_plan(plan_text, f"{ref}:{plan_file}", path)
         check_current(saved, stack, path)
     except SavedPlanRefusedError as e:
@@ -262,12 +272,13 @@ def _declared_budget(text: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
 
 
-def plan_side(planner: Planner, name: str, text: str, ref: str, path: str, plan_text: str | None = None) -> Side:
+def plan_side(planner: Planner, name: str, text: str, ref: str, path: str, plan_text: str | None = None,
+              trace_at: Callable[[str], Path] | None = None) -> Side:
     if plan_text is not None:
-        side = saved_side(name, text, plan_text, ref, path)[0]
+        side = saved_side(name, text, plan_text, ref, path, trace_at)[0]
     else:
         try:
-            side = side_from_plan(planner(name, text, f"{ref}:{path}"), ref)
+            side = side_from_plan(planner(name, text, f"{ref}:{path}", trace_at), ref)
         except LlmcapError as e:
             side = side_unplanned(ref, e)
         side = side.model_copy(update={"plan_source": "re-planned"})

@@ -28,9 +28,15 @@ class KvBlocks:
     full_groups: int = 1
     sw_groups: int = 0
     win_blocks: int = 0
+    # False for a replayed trace: its hits are each request's own history (a conversation's earlier turns),
+    # distinct blocks per request that it holds while it runs, not one shared prefix resident once (counting
+    # them as free let a replica admit more than its KV cache holds, then preempt in storms)
+    hits_shared: bool = True
 
     def __call__(self, tokens: np.ndarray | int, hits: np.ndarray | int) -> np.ndarray | int:
         """Own blocks for `tokens` tokens in the cache of which `hits` are the shared prefix."""
+        if not self.hits_shared:
+            hits = 0
         own = -(-tokens // self.blk)
         # a request computing the shared prefix itself fills the prefix's blocks, counted once (not its own)
         past = max(own - hits // self.blk, 0) if isinstance(own, int) else np.maximum(own - hits // self.blk, 0)

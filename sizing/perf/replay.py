@@ -5,7 +5,10 @@ Routing (the router in front of the replicas), decided in arrival order before t
 - `round-robin`: request i goes to replica i mod N.
 - `least-loaded`: the replica with the fewest requests in flight, each counted from its arrival until
   its estimated finish (its prefill at the replica's prefill rate plus its output at one decode step
-  per token, no queueing: the router's view of outstanding work, not the replica's real queue).
+  per token, no queueing: the router's view of outstanding work, not the replica's real queue); ties
+  rotate (request i tries replica i mod N first), so idle replicas share the arrivals and their caches
+  fill alike (ties to the lowest index piled the caches, then the cache-affine traffic, on the first
+  replicas: 2-3x the prefill work of the last ones on the Mooncake synthetic trace).
 - `prefix-aware`: the replica whose prefix cache holds the longest leading run of the request's prefix
   blocks, unless that replica has PREFIX_BALANCE_SLACK more requests in flight than the least-loaded one
   (then least-loaded: a cache-aware router balances load first); ties go to the least-loaded.
@@ -33,7 +36,7 @@ import numpy as np
 from sizing.catalog.platform import number
 from sizing.perf.load import WorkloadShape, _ctx
 from sizing.perf.memory import GIB
-from sizing.perf.sim import Arrivals, GivenRequests, Lengths, simulate
+from sizing.perf.sim import Arrivals, GivenRequests, Lengths, simulate, weighted_quantiles
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -51,9 +54,10 @@ METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """One fleet's replay. `per_class[name][metric][q]`: ms, over the class's finished requests (ITL as
-    each request's mean gap, weighted by its gaps). `prefix_hit_share`: prompt tokens served from the
-    replicas' caches ÷ all prompt tokens. `finished_share` < 1 means the fleet did not keep up."""
+    """One fleet's replay. `per_class[name][metric][q]`: ms, over the class's finished requests: TTFT, TPOT
+    (each request's mean gap) and E2E per request, ITL over every inter-token gap of the class's requests.
+    `prefix_hit_share`: prompt tokens served from the replicas' caches ÷ all prompt tokens. `finished_share`
+    < 1 means the fleet did not keep up."""
 
     replicas: int
     routing: str
@@ -111,7 +115,7 @@ def route(trace: Trace, replicas: int, routing: str, service_s: np.ndarray, cach
         if routing == "round-robin":
             r = i % replicas
         else:
-            least = min(range(replicas), key=lambda x: (load[x], x))
+            least = min(range(replicas), key=lambda x: (load[x], (x - i) % replicas))
             r = least
             if routing == "prefix-aware" and chain:
                 best, best_hit = least, 0
@@ -171,6 +175,7 @@ def replay(catalog: Catalog, cfg: ReplicaConfig, trace: Trace, replicas: int, ro
     OUT = trace.output_tokens.copy()
     H = np.zeros(n, dtype=np.int64)
     preemptions, stable = 0, True
+    gaps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (gap s, weight, global request) per replica
     for r in range(replicas):
         idx = np.flatnonzero(where == r)
         if idx.size == 0:
@@ -181,11 +186,15 @@ def replay(catalog: Catalog, cfg: ReplicaConfig, trace: Trace, replicas: int, ro
         assert pr is not None  # simulate returns them for given requests
         first[idx], last[idx] = pr["first_token_s"], pr["last_token_s"]
         P[idx], OUT[idx], H[idx] = pr["prompt_tokens"], pr["output_tokens"], pr["prefix_hit_tokens"]
+        gaps.append((pr["gap_s"], pr["gap_weight"], idx[pr["gap_request"]]))
         preemptions += res.preemptions
         stable &= res.stable
     clipped = int(((trace.prompt_tokens > P) | (trace.output_tokens > OUT)).sum())
     done = np.isfinite(last)
-    per_class = {name: _class_stats(send, first, last, OUT, done & (trace.class_index == k))
+    gv = np.concatenate([g[0] for g in gaps]) * 1e3 if gaps else np.zeros(0)
+    gw = np.concatenate([g[1] for g in gaps]) if gaps else np.zeros(0, dtype=np.int64)
+    gr = np.concatenate([g[2] for g in gaps]) if gaps else np.zeros(0, dtype=np.int64)
+    per_class = {name: _class_stats(send, first, last, OUT, done & (trace.class_index == k), (gv, gw, gr))
                  for k, name in enumerate(trace.class_names)}
     notes = []
     if clipped:
@@ -197,8 +206,13 @@ def replay(catalog: Catalog, cfg: ReplicaConfig, trace: Trace, replicas: int, ro
                         seconds=round(time.perf_counter() - t0, 3), notes=notes)
 
 
-def _class_stats(send: np.ndarray, first: np.ndarray, last: np.ndarray, out: np.ndarray,
-                 mask: np.ndarray) -> dict[str, dict[str, float]]:
+def _class_stats(send: np.ndarray, first: np.ndarray, last: np.ndarray, out: np.ndarray, mask: np.ndarray,
+                 gaps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[str, dict[str, float]]:
+    """One class's percentiles (ms) over the requests in `mask`. ITL is over tokens: every inter-token gap
+    of those requests (`gaps`: ms, weight, request), as vLLM's benchmark_serving computes it
+    (benchmarks/benchmark_serving.py calculate_metrics: `itls += outputs[i].itl` for each request, then
+    `np.percentile(itls, p)`), so a prefill stall that holds a whole batch counts once per token it delays;
+    TPOT is per request ((last - first) / (output - 1)), as there."""
     qs = np.array([50.0, 90.0, 95.0, 99.0])
     if not mask.any():
         return {m: {q: float("inf") for q in QUANTILES} for m in METRICS}
@@ -206,14 +220,14 @@ def _class_stats(send: np.ndarray, first: np.ndarray, last: np.ndarray, out: np.
     e2e = (last[mask] - send[mask]) * 1e3
     o = out[mask]
     multi = o > 1
-    gaps = (last[mask][multi] - first[mask][multi]) / (o[multi] - 1) * 1e3
+    tpot = (last[mask][multi] - first[mask][multi]) / (o[multi] - 1) * 1e3
     res = {"ttft_ms": np.percentile(ttft, qs), "e2e_ms": np.percentile(e2e, qs)}
-    if gaps.size:
-        res["tpot_ms"] = np.percentile(gaps, qs)
-        order = np.argsort(gaps)
-        cw = np.cumsum((o[multi] - 1)[order])
-        at = np.searchsorted(cw, qs / 100.0 * cw[-1], side="left")
-        res["itl_ms"] = gaps[order][np.minimum(at, gaps.size - 1)]
+    res["tpot_ms"] = np.percentile(tpot, qs) if tpot.size else np.zeros(4)
+    gv, gw, gr = gaps
+    mine = mask[gr] if gr.size else np.zeros(0, dtype=bool)
+    if mine.any():
+        w = weighted_quantiles(gv[mine], gw[mine])
+        res["itl_ms"] = np.array([w[q] for q in QUANTILES])
     else:
-        res["tpot_ms"] = res["itl_ms"] = np.zeros(4)
+        res["itl_ms"] = np.zeros(4)
     return {m: {q: round(float(v), 3) for q, v in zip(QUANTILES, res[m], strict=True)} for m in METRICS}

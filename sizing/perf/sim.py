@@ -202,7 +202,7 @@ def _sparse_step_time(sm: StepModel, ctx: np.ndarray, pn: np.ndarray, pc: np.nda
     return sm.step_s(d, ctx_mean, p, pctx, kv_read_bytes=kv)
 
 
-def _wquantiles(values: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray) -> dict[str, float]:
     """Mean and QUANTILES (inverted CDF) of values with integer weights."""
     if values.size == 0:
         return {"mean": 0.0, **{f"p{q}": 0.0 for q in QUANTILES}}
@@ -290,7 +290,9 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
         OUT = np.maximum(np.minimum(requests.output_tokens.astype(np.int64), max_len - P), 1)
         H = (np.minimum(requests.prefix_hit_tokens.astype(np.int64), P) // blk) * blk
     H = np.minimum(H, ((P - 1) // blk) * blk)
-    shared_blocks = int(H.max() // blk) * max(full_groups, 1) if n else 0
+    # a sampled run's hits are one shared prefix (a system prompt), resident once; a replay's hits are each
+    # request's own history, held as its own blocks (KvBlocks.hits_shared)
+    shared_blocks = int(H.max() // blk) * max(full_groups, 1) if n and requests is None else 0
     # vLLM's BlockPool keeps one block out of use: "self.null_block = self.free_block_queue.popleft()"
     # (vllm/v1/core/block_pool.py); the shared prefix's blocks are resident once
     pool = KvPool(total_blocks - 1 - shared_blocks, caching=not sw_groups)
@@ -348,6 +350,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     waiting: deque[int] = deque()
     gap_v: list[np.ndarray] = []
     gap_w: list[np.ndarray] = []
+    gap_r: list[np.ndarray] = []  # the request of each gap entry (per-class ITL over tokens in a replay)
     log_t: list[float] = []
     log_tok: list[int] = []
     busy_running = 0.0
@@ -357,7 +360,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
     done = 0
     stable = True
 
-    blocks_for = KvBlocks(blk, full_groups, sw_groups, win_blocks)
+    blocks_for = KvBlocks(blk, full_groups, sw_groups, win_blocks, hits_shared=requests is None)
     # async scheduling (vLLM's default on GPUs): the engine schedules step N+1 before it processes step N's
     # output, so a request finished in step N keeps its slot and blocks through that schedule
     # (bench/sched_check.py --async checks this against vLLM's AsyncScheduler)
@@ -428,8 +431,9 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             dt = _step_time(sm, dec_ctx + (k - 1) / 2.0, _EMPTY, _EMPTY)
             t_end = t + k * dt
             first = t + dt - LT[dec]
-            gap_v.extend((first, np.array([dt])))
-            gap_w.extend((np.ones(dec.size, dtype=np.int64), np.array([dec.size * (k - 1)], dtype=np.int64)))
+            gap_v.extend((first, np.full(dec.size, dt)))
+            gap_w.extend((np.ones(dec.size, dtype=np.int64), np.full(dec.size, k - 1, dtype=np.int64)))
+            gap_r.extend((dec, dec))
             C[dec] += k
             G[dec] += k
             LT[dec] = t_end
@@ -447,6 +451,7 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
             if again.size:
                 gap_v.append(t_end - LT[again])
                 gap_w.append(np.ones(again.size, dtype=np.int64))
+                gap_r.append(again)
             newly = sampled[G[sampled] == 1]
             T1[newly] = t_end
             LT[sampled] = t_end
@@ -475,8 +480,13 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
                   busy_running, t, max_running, total_blocks, stable, slo, n_users)
     if requests is None:
         return res
+    # every inter-token gap (s) with its weight (tokens it spans the same way) and its request, so a replay
+    # takes each class's ITL percentiles over its tokens
     return replace(res, per_request={"send_s": send, "first_token_s": T1, "last_token_s": T2,
-                                     "prompt_tokens": P, "output_tokens": OUT, "prefix_hit_tokens": H})
+                                     "prompt_tokens": P, "output_tokens": OUT, "prefix_hit_tokens": H,
+                                     "gap_s": np.concatenate(gap_v) if gap_v else np.zeros(0),
+                                     "gap_weight": np.concatenate(gap_w) if gap_w else np.zeros(0, dtype=np.int64),
+                                     "gap_request": np.concatenate(gap_r) if gap_r else np.zeros(0, dtype=np.int64)})
 
 
 _EMPTY = np.zeros(0)
@@ -512,7 +522,7 @@ def _result(arrivals: Arrivals, P: np.ndarray, OUT: np.ndarray, send: np.ndarray
     tpot = (T2[multi] - T1[multi]) / (OUT[multi] - 1) * 1e3
     gv = np.concatenate(gap_v) * 1e3 if gap_v else np.zeros(0)
     gw = np.concatenate(gap_w) if gap_w else np.zeros(0, dtype=np.int64)
-    itl = _wquantiles(gv, gw)
+    itl = weighted_quantiles(gv, gw)
     lt, ltok = np.array(log_t), np.array(log_tok)
     if arrivals.kind == "burst":
         t0, t1 = 0.0, t

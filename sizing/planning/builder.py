@@ -24,7 +24,7 @@ from sizing.perf.replica import ReplicaConfig
 from sizing.perf.weights_mode import weights_mode
 from sizing.plan import Alternative, PerReplica, Plan, PlatformPlan, Pool, Totals, VllmSettings
 from sizing.planning.allocatable import per_replica_requests
-from sizing.planning.candidates import Evaluated, instances_for, size_replicas, strategy_of
+from sizing.planning.candidates import Evaluated, instances_for, replicas_with_spares, size_replicas, strategy_of
 from sizing.planning.capacity import (
     capacity_notes,
     commitment_rate,
@@ -213,6 +213,52 @@ def _model_size_line(cat: Catalog, model: ModelArch) -> str:
     return model_size_line(model, "fp16" if model.torch_dtype == "float16" else "bf16", cat)
 
 
+def class_served_name(model_name: str, request_class: str) -> str:
+    """The model name a dedicated layout's class pool serves: `<served name>-<class>`."""
+    return f"{model_name}-{request_class}"
+
+
+def _slug(name: str) -> str:
+    """A class name as a pool-name suffix (DNS-label characters: lowercase letters, digits, '-')."""
+    return "".join(ch if ch.isalnum() and ch.isascii() else "-" for ch in name.lower()).strip("-") or "class"
+
+
+def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, mix: Mix, pools: list[Pool],
+                 by_class: dict[str, int], warnings: list[str]) -> list[Pool]:
+    """A dedicated layout: one pool per request class, each with its class's replicas for demand (plus the
+    stack's spares in each pool: one pool cannot stand in for another's failed replica), serving the model
+    as `<name>-<class>` (class_served_name); the first class of the stack (its default) also answers the
+    plain name (on vLLM, which takes several names), so a client that names no class still gets an answer.
+    One instance type on one purchase only: a mixed strategy, a mixed purchase or a reservation split a pool
+    already, and then the classes share it (a warning says so)."""
+    hw = stack.hardware
+    if len(mix.parts) != 1 or len(pools) != 1 or hw.purchase == "mixed" or pools[0].capacity_reservation_id:
+        warnings.append("the replay found a pool per class cheaper, but one instance type on one purchase is needed "
+                        "for per-class pools (no mixed strategy, mixed purchase or reservation); the classes share "
+                        "one pool, sized as the dedicated fleet")
+        return pools
+    ev = mix.parts[0].ev
+    total = max(sum(by_class.values()), 1)
+    default = next((c.name for c in stack.workload.request_classes if c.name in by_class), next(iter(by_class)))
+    out: list[Pool] = []
+    seen: set[str] = set()
+    for k, (name, n) in enumerate(by_class.items()):
+        replicas = replicas_with_spares(ev.cand, n, hw.redundancy)
+        part = MixPart(ev, instances_for(ev.cand, replicas), replicas, n / total)
+        suffix = "-" + _slug(name)
+        if pools[0].name + suffix in seen:
+            suffix += f"-{k}"
+        seen.add(pools[0].name + suffix)
+        pool = _priced_pool(cat, model, stack, demand, part, hw.purchase, replicas, replicas - n, warnings, suffix)
+        pool.request_class = name
+        plain = pool.vllm.served_model_name
+        pool.vllm.served_model_name = class_served_name(plain, name)
+        # SGLang's --served-model-name takes one value (infra/data/sglang_flags.yaml, from its parser: no nargs)
+        pool.vllm.served_model_aliases = [plain] if name == default and pool.engine != "sglang" else []
+        out.append(pool)
+    return out
+
+
 def _priced_pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,
                  replicas: int, red: int, warnings: list[str], suffix: str = "") -> Pool:
     """A pool on `purchase`, on-demand instances paid at the stack's commitment rate."""
@@ -328,7 +374,12 @@ def _alternatives(chosen_usd_h: float, chosen_key: tuple[str, str, int, int] | N
 
 
 def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main: Any, others: dict[str, Any],
-               demand: Demand, scale: Any) -> Plan:
+               demand: Demand, scale: Any, replicas_by_class: dict[str, int] | None = None,
+               replayed: bool = False) -> Plan:
+    """The plan of the chosen candidate. `replicas_by_class` (a dedicated layout, sizing.planning.fleet): each
+    request class's replicas for its demand, which become one pool per class (_class_pools). `replayed`: the
+    replicas for demand were found by replaying the requests (sizing.planning.fleet), which showed them
+    carrying the whole demand within every class's targets."""
     w, hw = stack.workload, stack.hardware
     warnings: list[str] = []
     best: Evaluated = main.best
@@ -345,6 +396,8 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     else:
         mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
     pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
+    if replicas_by_class:
+        pools = _class_pools(cat, model, stack, demand, mix, pools, replicas_by_class, warnings)
     nodes_max = sum(p.instances_max for p in pools)
     limit = int(cat.number("kubernetes_max_nodes_per_cluster"))
     if nodes_max > limit:
@@ -368,6 +421,9 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
     usd_range = [round(usd_per_month(sum(n * p.usd_per_instance_hour for n, p in zip(ns, pools, strict=True))), 2)
                  for ns in inst_range]
     capacity = sum(p.replicas * p.per_replica.goodput_output_tokens_per_s for p in pools)
+    if replayed:  # the replay carried the demand on the replicas for demand: at least that, spares included
+        for_demand = max(sum(p.replicas_for_demand for p in pools), 1)
+        capacity = max(capacity, demand.output_tokens_per_s * sum(p.replicas for p in pools) / for_demand)
     lead = pools[0]
     # requests/s of the demand the plan is sized on: given, or output demand ÷ output tokens per request
     rps = demand.requests_per_s or demand.output_tokens_per_s / w.output_tokens.mean

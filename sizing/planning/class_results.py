@@ -8,9 +8,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from sizing.plan import ClassResult, ClassTarget, FleetChoice, Percentiles, Plan, TraceSummary
+from sizing.plan import ClassAutoscaling, ClassResult, ClassTarget, FleetChoice, Percentiles, Plan, TraceSummary
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from sizing.planning.fleet import FleetOutcome
     from sizing.stack import Stack
     from sizing.traffic.reader import Trace
@@ -91,38 +93,92 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
         replicas_by_class=fleet.replicas_by_class, mean_based_replicas=fleet.mean_based_replicas,
         difference=difference, replays=fleet.replays, replay_s_per_fleet=fleet.replay_s_per_fleet,
         search_s=fleet.search_s, clipped_requests=fleet.clipped_requests, **auto))
+    class_pools = [p for p in plan.pools if p.request_class]
+    if class_pools:
+        choice.class_autoscaling = _class_autoscaling(plan, classes, trace)
+        choice.default_class = next((p.request_class for p in class_pools if p.vllm.served_model_aliases), "") or ""
+        choice.why += "; " + ", ".join(f"class {p.request_class} is served as model {p.vllm.served_model_name!r}"
+                                       for p in class_pools)
+        if choice.default_class:
+            choice.why += f" (the plain name goes to {choice.default_class}'s pool: the stack's first class)"
+
     return plan.model_copy(update={"classes": classes, "trace": summary, "fleet": choice})
 
 
 def _autoscaling(plan: Plan, fleet: FleetOutcome, trace: Trace | None) -> dict[str, object]:
-    """KEDA bounds from the trace's load over time: each replica carries the busiest minute's rate ÷ the
-    fleet; min = the quietest minute's need; max = the fleet with its headroom; warm standby = the replicas
-    the busiest rise of the per-minute rate within one cold start needs beyond the quietest minute's."""
+    """KEDA bounds of the whole fleet from the trace's load over time (_from_arrivals); {} without a trace."""
     if trace is None or trace.requests < 2 or not plan.pools:
         return {}
+    pool = plan.pools[0]
+    got = _from_arrivals(trace.arrival_s, fleet.replicas, max(pool.per_replica.cold_start_s, 1.0),
+                         max(pool.replicas_max, fleet.replicas), _ttft_pairs(plan.classes))
+    return {"autoscaling_min_replicas": got.min_replicas, "autoscaling_max_replicas": got.max_replicas,
+            "warm_standby_replicas": got.warm_standby_replicas, "queue_threshold": got.queue_threshold,
+            "autoscaling_why": got.why}
+
+
+def _ttft_pairs(classes: list[ClassResult]) -> list[tuple[float, float]]:
+    """(TTFT p95 target, replayed TTFT p95) of the classes, ms."""
+    return [(t.ms, c.ttft_ms.p95) for c in classes for t in c.targets if (t.metric, t.percentile) == ("ttft", "p95")]
+
+
+def _from_arrivals(a: np.ndarray, replicas: int, cold: float, most: int,
+                   ttft: list[tuple[float, float]]) -> ClassAutoscaling:
+    """KEDA bounds from arrivals over time (s): each replica carries the busiest minute's rate ÷ `replicas`;
+    min = the quietest minute's need; max = `most` (the node group's); warm standby = the replicas the
+    busiest rise of the per-minute rate within one cold start (`cold` s) needs beyond the quietest minute's.
+    A queue of q requests delays a new one by about q ÷ the replica's rate at the busiest minute; the TTFT
+    headroom the replay left (target p95 − replayed p95) bounds the queue that may stand."""
     import numpy as np
 
     from sizing.traffic.stats import peak_rate
 
-    pool = plan.pools[0]
-    cold = max(pool.per_replica.cold_start_s, 1.0)
-    a = trace.arrival_s
     minute = np.searchsorted(a, a + 60.0, side="left") - np.arange(a.size)  # arrivals in the next 60 s
-    per_replica = peak_rate(a, 60.0) / max(fleet.replicas, 1)  # requests/s one replica carried at the peak
+    per_replica = peak_rate(a, 60.0) / max(replicas, 1)  # requests/s one replica carried at the peak
     need = np.ceil(minute / 60.0 / max(per_replica, 1e-9) - 1e-9)
     lo = int(max(1, need.min()))
     ahead = np.searchsorted(a, a + cold, side="left")
     rise = float(max(float(need[min(j, a.size - 1)] - need[i]) for i, j in enumerate(ahead))) if a.size else 0.0
-    warm = int(min(max(math.ceil(rise), 0), max(fleet.replicas - lo, 0)))
-    mn = min(lo + warm, fleet.replicas)
-    # a queue of q requests delays a new one by about q ÷ the replica's rate at the busiest minute; the TTFT
-    # headroom the replay left (target p95 − replayed p95) bounds the queue that may stand
-    ttft = [(t.ms, c.ttft_ms.p95) for c in plan.classes for t in c.targets
-            if (t.metric, t.percentile) == ("ttft", "p95")]
+    warm = int(min(max(math.ceil(rise), 0), max(replicas - lo, 0)))
+    mn = min(lo + warm, replicas)
     headroom_s = min((max(a_ - b, 0.0) for a_, b in ttft), default=0.0) / 1000.0
     q = int(max(1, math.floor(headroom_s * per_replica)))
-    return {"autoscaling_min_replicas": mn, "autoscaling_max_replicas": max(pool.replicas_max, fleet.replicas),
-            "warm_standby_replicas": warm, "queue_threshold": q,
-            "autoscaling_why": (f"quietest minute needs {lo} replica(s); the busiest rise within one cold start "
-                                f"({cold:.0f} s) needs {warm} more, kept warm; max is the node group's; a queue of "
-                                f"{q} per replica uses the TTFT headroom at the busiest minute's rate")}
+    return ClassAutoscaling(
+        min_replicas=mn, max_replicas=max(most, replicas), warm_standby_replicas=warm, queue_threshold=q,
+        why=(f"quietest minute needs {lo} replica(s); the busiest rise within one cold start ({cold:.0f} s) needs "
+             f"{warm} more, kept warm; max is the node group's; a queue of {q} per replica uses the TTFT headroom "
+             "at the busiest minute's rate"))
+
+
+def _class_autoscaling(plan: Plan, classes: list[ClassResult], trace: Trace | None) -> dict[str, ClassAutoscaling]:
+    """A dedicated layout: each class pool's KEDA bounds from its own class's load. With a trace, from the
+    class's arrivals (_from_arrivals, its replicas, its TTFT target); a class without one is a steady
+    Poisson stream (the replay's), so min is its pool's replicas and the queue its TTFT headroom at its
+    rate per replica; a batch class (no latency target) scales up when a whole batch (max_num_seqs) waits."""
+    out: dict[str, ClassAutoscaling] = {}
+    by = {c.name: c for c in classes}
+    for pool in plan.pools:
+        c = by.get(pool.request_class or "")
+        if c is None:
+            continue
+        cold = max(pool.per_replica.cold_start_s, 1.0)
+        n = max(pool.replicas_for_demand, 1)
+        if c.kind == "batch":
+            out[c.name] = ClassAutoscaling(
+                min_replicas=pool.replicas, max_replicas=pool.replicas_max, queue_threshold=pool.vllm.max_num_seqs,
+                why=f"a batch pool: its {pool.replicas} replicas finish by the deadline; it scales up when a whole "
+                    f"batch ({pool.vllm.max_num_seqs} requests) waits per replica")
+            continue
+        if trace is not None and c.name in trace.class_names:
+            k = trace.class_names.index(c.name)
+            a = trace.arrival_s[trace.class_index == k]
+            if a.size >= 2:
+                out[c.name] = _from_arrivals(a, n, cold, pool.replicas_max, _ttft_pairs([c]))
+                continue
+        headroom_s = min((max(t - p, 0.0) for t, p in _ttft_pairs([c])), default=0.0) / 1000.0
+        q = int(max(1, math.floor(headroom_s * c.requests_per_s / n)))
+        out[c.name] = ClassAutoscaling(
+            min_replicas=pool.replicas, max_replicas=pool.replicas_max, queue_threshold=q,
+            why=(f"a steady stream of {c.requests_per_s:g} requests/s: min is the pool's {pool.replicas} replicas; a "
+                 f"queue of {q} per replica uses the TTFT headroom at {c.requests_per_s / n:.3g} requests/s each"))
+    return out

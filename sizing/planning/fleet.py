@@ -235,6 +235,8 @@ def size_fleet(problem: PlanningProblem, ev: Evaluated, trace: Trace | None, rou
     b_out = [batch_replicas(problem, cfg, c) for c in batch]
     out_classes += b_out
     serving = (shared_n if layout == "shared" else sum(by_class.values())) + sum(b.replicas for b in b_out)
+    if layout == "dedicated":  # each batch class's replicas are its own pool too
+        by_class = {**by_class, **{b.name: b.replicas for b in b_out}}
     if b_out:
         why = (why + "; " if why else "") + "each batch class has its own replicas, sized for its deadline"
     return FleetOutcome(layout=layout, why=why or "one class", routing=best_res.routing if best_res else "",

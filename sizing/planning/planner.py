@@ -115,7 +115,9 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
         for s in ("scale-up", "scale-out")}
     from sizing.planning.class_results import attach
 
-    plan = attach(build_plan(cat, model, stack, strat, main, others, demand, scale), stack, fleet, stack.trace)
+    by_class = fleet.replicas_by_class if fleet is not None and fleet.layout == "dedicated" else None
+    plan = attach(build_plan(cat, model, stack, strat, main, others, demand, scale, by_class, fleet is not None),
+                  stack, fleet, stack.trace)
     tie = tie_note(main)
     if tie:
         plan.assumptions.append(tie)
@@ -173,16 +175,17 @@ def plan_validated(stack: Stack, cat: Catalog, strategy: str | None = None) -> P
     return p
 
 
-def default_planner(catalog_dir: Path | None = None) -> Callable[[str, str, str], Plan]:
-    """A planner of stack files from their text, `(stack name, text, source) -> Plan`, with the bundled
-    calibration only, so both sides of a cost diff plan alike (sizing.analysis.diff.Planner)."""
+def default_planner(catalog_dir: Path | None = None) -> Callable[..., Plan]:
+    """A planner of stack files from their text, `(stack name, text, source, trace_at) -> Plan`, with the
+    bundled calibration only, so both sides of a cost diff plan alike (sizing.analysis.diff.Planner);
+    `trace_at` reads the stack's trace at the side's ref."""
 
-    def plan_text(name: str, text: str, source: str) -> Plan:
+    def plan_text(name: str, text: str, source: str, trace_at: Callable[[str], Path] | None = None) -> Plan:
         from sizing.catalog.lookup import load_catalog
         from sizing.catalog.names import check_names
         from sizing.stack import config_from_text, stack_from_config
 
-        stack = stack_from_config(name, config_from_text(text, source), source)
+        stack = stack_from_config(name, config_from_text(text, source), source, trace_at=trace_at)
         cat = load_catalog(catalog_dir)
         check_names(stack, cat)
         return plan_stack(stack, cat, None, goodput_scale=None)
