@@ -20,6 +20,7 @@ from sizing.planning.demand import demand_of
 from sizing.planning.meaning import slo_floor_problems
 from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import STRATEGIES, GoodputScale, Search, cost_key, search
+from sizing.planning.time_budget import TimeBudget
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 
 def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | None = None,
-               goodput_scale: GoodputScale | None | bool = True, tune_batching: bool = True) -> Plan:
+               goodput_scale: GoodputScale | None | bool = True, tune_batching: bool = True,
+               time_budget: TimeBudget | None = None) -> Plan:
     """Plan a stack: the cheapest feasible deployment, its alternatives and costs.
 
     `tune_batching`: the cheapest feasible candidates get their max_num_batched_tokens and
@@ -43,10 +45,14 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     A workload that allows several engines is planned once per engine and the cheapest plan is chosen
     (sizing.planning.engine_choice). Raises NoFeasiblePlanError with the reason per GPU type and what
     would make it feasible (the first engine's, when no engine has a feasible plan).
+
+    `time_budget`: the search's wall-clock limit, shared by every engine (default: the stack's
+    hardware.search_budget_s, sizing.planning.time_budget); a plan it cut says so in its warnings.
     """
+    budget = (time_budget or TimeBudget(stack.hardware.search_budget_s)).start()
     engines = stack.workload.engines
     if len(engines) == 1:
-        return _plan_engine(stack, catalog, strategy, goodput_scale, tune_batching)
+        return _plan_engine(stack, catalog, strategy, goodput_scale, tune_batching, budget)
     from sizing.errors import NoFeasiblePlanError
     from sizing.planning.engine_choice import choose
 
@@ -55,7 +61,7 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     for e in engines:
         one = replace(stack, workload=stack.workload.for_engine(e))
         try:
-            plans[e] = _plan_engine(one, catalog, strategy, goodput_scale, tune_batching)
+            plans[e] = _plan_engine(one, catalog, strategy, goodput_scale, tune_batching, budget)
         except NoFeasiblePlanError as err:
             failures[e] = err
     if not plans:
@@ -64,8 +70,8 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 
 
 def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
-                 goodput_scale: GoodputScale | None | bool, tune_batching: bool) -> Plan:
-    """plan_stack for a workload of one engine."""
+                 goodput_scale: GoodputScale | None | bool, tune_batching: bool, budget: TimeBudget) -> Plan:
+    """plan_stack for a workload of one engine, within `budget`."""
     from sizing.planning.builder import build_plan
     from sizing.planning.infeasible import infeasible_error
 
@@ -85,7 +91,7 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
     floors = slo_floor_problems(w, cat)
     if floors:
         raise SpecError(f"{len(floors)} target(s) below what any deployment can do", floors)
-    problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w))
+    problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w), budget)
     demand = problem.demand
     if goodput_scale is True:
         from sizing.perf.overlay import default_goodput_scale
@@ -93,6 +99,12 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
         goodput_scale = default_goodput_scale()
     scale = goodput_scale or None
     main = search(problem, strat, scale)
+    if not main.feasible and budget.cut:
+        from sizing.errors import NoFeasiblePlanError
+
+        raise NoFeasiblePlanError(f"no feasible fleet found before the search was cut at {budget.seconds:g} s",
+                                  [budget.note() or "", "raise hardware.search_budget_s (or --search-budget), or "
+                                   "narrow hardware.gpus / workload.precision"])
     if not main.feasible:
         raise infeasible_error(cat, model, stack, strat, main,
                                lambda w2, hw2, s: cheapest_tuned(problem.with_specs(w2, hw2), s))
@@ -102,7 +114,9 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
         main = Search(main.strategy, tune_finalists(problem, main.feasible, cost_key),
                       main.rejections)
     fleet = None
-    if w.classes or stack.trace is not None:  # replay the traffic over the finalists (issue 33)
+    if (w.classes or stack.trace is not None) and budget.expired():
+        budget.skipped("the replay of the traffic over the finalists")
+    elif w.classes or stack.trace is not None:  # replay the traffic over the finalists (issue 33)
         from sizing.perf.replay import replay
         from sizing.planning.fleet import replayed_finalists
 
@@ -119,6 +133,9 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
     tie = tie_note(main)
     if tie:
         plan.assumptions.append(tie)
+    cut = budget.note()
+    if cut and cut not in plan.warnings:
+        plan.warnings.append(cut)
     return plan
 
 
