@@ -108,6 +108,7 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
     if not main.feasible:
         raise infeasible_error(cat, model, stack, strat, main,
                                lambda w2, hw2, s: cheapest_tuned(problem.with_specs(w2, hw2), s))
+    check_redundancy(hw.redundancy, main)
     if tune_batching:
         from sizing.planning.batching import tune_finalists
 
@@ -155,6 +156,18 @@ def tie_note(main: Search) -> str | None:
            "the higher precision (larger weights)" if best.fit.weights_gib > other.fit.weights_gib else "more goodput")
     return (f"tie: {best.cand.label()} and {other.cand.label()} cost the same with {best.gpus} GPUs; chose "
             f"{best.cand.label()} for {why}")
+
+
+def check_redundancy(redundancy: int, main: Search) -> None:
+    """More spares than max(REDUNDANCY_ALWAYS_ALLOWED, the demand's replicas on the cheapest candidate) is bad
+    input (sizing.spec REDUNDANCY_ALWAYS_ALLOWED)."""
+    from sizing.planning.meaning import redundancy_problem
+    from sizing.spec import REDUNDANCY_ALWAYS_ALLOWED
+
+    best = main.best
+    if best is not None and redundancy > max(REDUNDANCY_ALWAYS_ALLOWED, best.replicas_for_demand):
+        raise SpecError(redundancy_problem(redundancy, best.replicas_for_demand,
+                                           f"replicas for the demand on {best.cand.label()}"))
 
 
 def check_context(model: ModelArch, w: WorkloadSpec) -> None:
