@@ -167,6 +167,7 @@ class ApiPrice:
     source: str
     as_of: str
     genai_prices_provider_id: str = ""  # the provider's id in genai-prices, when it has this model
+    cache_read_usd_per_mtok: float | None = None  # input tokens served from the provider's prompt cache; None: none
 
 
 @dataclass(frozen=True)
