@@ -15,6 +15,7 @@ from sizing.analysis.diff import side_from_plan
 from sizing.analysis.sweep import cheapest_api
 from sizing.catalog.lookup import load_catalog
 from sizing.cli import app
+from sizing.plan import ApiComparison
 from sizing.planning.planner import plan_stack
 from sizing.stack import load_stack
 
@@ -32,7 +33,7 @@ def _stack(tmp_path: Path, share: float) -> Path:
     return f
 
 
-def _rows(tmp_path: Path, share: float) -> dict[str, object]:
+def _rows(tmp_path: Path, share: float) -> dict[str, ApiComparison]:
     p = plan_stack(load_stack(_stack(tmp_path, share)), load_catalog(), goodput_scale=None)
     return {a.provider: a for a in p.api_comparison}
 
@@ -41,8 +42,8 @@ def test_the_cached_share_is_billed_at_the_cache_read_price(tmp_path: Path) -> N
     rows = _rows(tmp_path, 0.6)
     fw, bedrock = rows["Fireworks"], rows["AWS Bedrock"]
     assert fw.usd_per_million_cached_input_tokens is not None and fw.cached_input_share == pytest.approx(0.6)
-    want = (fw.input_mtok_per_month * (0.4 * fw.usd_per_million_input_tokens + 0.6 * fw.usd_per_million_cached_input_tokens)
-            + fw.output_mtok_per_month * fw.usd_per_million_output_tokens)
+    per_in = 0.4 * fw.usd_per_million_input_tokens + 0.6 * fw.usd_per_million_cached_input_tokens
+    want = fw.input_mtok_per_month * per_in + fw.output_mtok_per_month * fw.usd_per_million_output_tokens
     assert fw.usd_per_month_same_traffic == pytest.approx(want, abs=0.01)
     assert "60% of input cached at $" in fw.cached_note()
     # without a cache-read price every input token is billed at the input price, and that is said
