@@ -1,7 +1,8 @@
 """Issue 27 item 5: the planner's search has a time budget (hardware.search_budget_s, --search-budget); when
 it is spent the plan is the best feasible fleet found so far with one line saying the search was cut and what
 was not tried, or a clear infeasible; never a hang. The clock is injected (no sleeps), except in the one
-test that shows the pathological stack answering within its budget on the real clock."""
+test that shows the pathological stack answering within its budget on the real clock (the process's CPU time,
+the budget's default clock)."""
 
 from __future__ import annotations
 
@@ -81,13 +82,13 @@ def test_an_unspent_budget_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_the_pathological_stack_answers_within_its_budget_on_the_real_clock(tmp_path: Path) -> None:
-    t0 = time.monotonic()
+    t0 = time.process_time()
     r = CliRunner().invoke(app, ["plan", str(_stack(tmp_path, "mixed")), "--search-budget", "2", "--format", "json"])
-    took = time.monotonic() - t0
+    took = time.process_time() - t0
     assert r.exit_code == 0, r.output
     assert "search cut at 2 s" in r.output
-    # uncut it takes ~26 s here; the budget plus the work after the search (building, pricing the plan)
-    assert took < 12, took
+    # uncut it takes ~18 s of CPU here; the budget plus the work after the search (building, pricing the plan)
+    assert took < 8, took
 
 
 def test_the_budget_is_a_validated_spec_field(tmp_path: Path) -> None:

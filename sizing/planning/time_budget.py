@@ -1,4 +1,6 @@
-"""The planner's time budget: a wall-clock limit on one plan's search (seconds, from the first check).
+"""The planner's time budget: a limit on one plan's search, in seconds of this process's CPU time (from the
+first check; CPU, not wall, time so that a loaded machine does not change a plan: sizing.spec
+DEFAULT_SEARCH_BUDGET_S has the reason).
 
 Every step of the search that can take long asks `expired()` before it starts (the candidate loop, the
 finalists' batching tuning, the step simulation every step, the replay, the other strategies, the
@@ -20,11 +22,11 @@ from sizing.spec import DEFAULT_SEARCH_BUDGET_S  # the default and its reason li
 
 @dataclass
 class TimeBudget:
-    """`seconds` of wall time from the first `expired()` check (or from `start()`); `clock` returns seconds
-    (time.monotonic by default). `cut` holds one phrase per step skipped for lack of time."""
+    """`seconds` from the first `expired()` check (or from `start()`); `clock` returns seconds (this process's
+    CPU time, time.process_time, by default). `cut` holds one phrase per step skipped for lack of time."""
 
     seconds: float = DEFAULT_SEARCH_BUDGET_S
-    clock: Callable[[], float] = time.monotonic
+    clock: Callable[[], float] = time.process_time
     cut: list[str] = field(default_factory=list)
     _t0: float | None = None
 
