@@ -1,5 +1,6 @@
 """The generated-stack fuzz at a larger size than CI's: N stack files (valid, near-valid and hostile,
-tests/stack_fuzz.py, 5% of them naming a hostile config.json) through validate and plan in process, every
+tests/stack_fuzz.py, 5% of them naming a hostile config.json, 5% a hostile workload.trace) through validate
+and plan in process, every
 plan rendered (compose) and diffed against the previous one, a CliRunner sample, and a subprocess sample
 whose peak RSS is measured per run. Prints the table (cases, tracebacks, hangs, max RSS); exit 1 if
 anything failed.
