@@ -64,8 +64,8 @@ def plan(
     preflight: bool = typer.Option(False, "--preflight", help="check AWS quotas and offerings (warnings only)"),
     write: bool = typer.Option(False, "--write", help="save the plan beside the stack file "
                                "(stacks/Pulumi.<env>.plan.json): the plan `pulumi up` and `llmcap render` deploy"),
-    search_budget: float | None = typer.Option(None, "--search-budget", help="CPU seconds the planner's search may take "
-                                               "(default: the stack's hardware.search_budget_s, 30); when spent, "
+    search_budget: float | None = typer.Option(None, "--search-budget", help="CPU seconds the planner's search may "
+                                               "take (default: the stack's hardware.search_budget_s, 30); when spent, "
                                                "the best fleet found so far, said so"),
 ) -> None:
     """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
