@@ -83,3 +83,22 @@ def test_plan_table_json_sweep_and_diff_say_so(tmp_path: Path) -> None:
                                                                          + ratio * per_in, abs=1e-4)
     side = side_from_plan(plan_stack(stack, load_catalog(), goodput_scale=None), "HEAD")
     assert side.cheapest_api is not None and "cached at $" in side.cheapest_api.cached
+
+
+def test_a_trace_bills_the_share_its_replayed_fleet_served(tmp_path: Path) -> None:
+    # a generic trace whose requests share prefix blocks: the self-hosted fleet's caches serve some share of the
+    # prompt tokens in the replay; the API bills that same share at its cache-read price
+    rows = ["arrival_s,prompt_tokens,output_tokens,prefix_ids"]
+    for i in range(200):
+        rows.append(f"{i * 0.25:.2f},1024,64,1 2 {100 + i}")  # two shared blocks of 512 tokens, one own
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    f = tmp_path / "Pulumi.t.yaml"
+    f.write_text("config:\n  aws:region: us-east-1\n  llmcap:workload:\n    model: openai/gpt-oss-20b\n"
+                 "    precision: [bf16]\n    slo: {ttft_p95_ms: 3000, itl_p95_ms: 60}\n"
+                 "    trace: {path: trace.csv, prefix_block_tokens: 512}\n"
+                 "  llmcap:hardware:\n    gpus: [L40S]\n    redundancy: 0\n")
+    p = plan_stack(load_stack(f), load_catalog(), goodput_scale=None)
+    assert p.trace is not None and p.trace.prefix_hit_share_planned > 0
+    fw = next(a for a in p.api_comparison if a.provider == "Fireworks")
+    assert fw.prefix_share == pytest.approx(p.trace.prefix_hit_share_planned, abs=1e-4)
+    assert fw.cached_input_share == pytest.approx(p.trace.prefix_hit_share_planned, abs=1e-4)
