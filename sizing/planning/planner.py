@@ -106,8 +106,11 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
                                   [budget.note() or "", "raise hardware.search_budget_s (or --search-budget), or "
                                    "narrow hardware.gpus / workload.precision"])
     if not main.feasible:
-        raise infeasible_error(cat, model, stack, strat, main,
+        err = infeasible_error(cat, model, stack, strat, main,
                                lambda w2, hw2, s: cheapest_tuned(problem.with_specs(w2, hw2), s))
+        if budget.note():  # the suggestions' re-plans ran out of time: fewer of them, said so
+            err.problems.append(budget.note() or "")
+        raise err
     check_redundancy(hw.redundancy, main)
     if tune_batching:
         from sizing.planning.batching import tune_finalists
