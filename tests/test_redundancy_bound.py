@@ -56,3 +56,14 @@ def test_the_bound_is_in_the_field_description() -> None:
 
     desc = HardwareSpec.model_fields["redundancy"].description or ""
     assert f"at most the larger of {REDUNDANCY_ALWAYS_ALLOWED} and the replicas the demand needs" in desc
+
+
+def test_no_latency_bound_means_no_in_flight_bound(tmp_path: Path) -> None:
+    # a rate with a TTFT target only: the time in flight is unbounded, so validate cannot bound the spares
+    # (the fuzz found `math.ceil(inf)` here); plan still judges them against the sized demand
+    f = tmp_path / "Pulumi.t.yaml"
+    f.write_text("config:\n  aws:region: us-east-1\n  llmcap:workload:\n    model: llama-3.1-8b-instruct\n"
+                 "    prompt_tokens: 100\n    output_tokens: 10\n    traffic: {peak_requests_per_s: 1}\n"
+                 "    slo: {ttft: {p95: 1000}}\n  llmcap:hardware:\n    redundancy: 50\n")
+    code, out = _run("validate", str(f))
+    assert code == 0 and "Traceback" not in out, out

@@ -120,7 +120,8 @@ def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
             e2e_ms = slo.bound_ms("ttft", "p95") + w.output_tokens.mean * (slo.per_token_ms() or math.inf)
         in_flight = rate * e2e_ms / 1000
         how = f"{num(rate)} req/s at the SLO's latencies (at most {num(in_flight)} requests in flight)"
-    if hw.redundancy > max(REDUNDANCY_ALWAYS_ALLOWED, math.ceil(in_flight)):
+    # (no bound without a latency target that bounds the time in flight: in_flight is then infinite)
+    if math.isfinite(in_flight) and hw.redundancy > max(REDUNDANCY_ALWAYS_ALLOWED, math.ceil(in_flight)):
         errors.append(redundancy_problem(hw.redundancy, math.ceil(in_flight), f"requests in flight ({how})"))
     elif hw.redundancy > 0 and hw.redundancy >= in_flight:
         warnings.append(f"llmcap:hardware.redundancy: {hw.redundancy} spare replicas for {how}: more spares than "
