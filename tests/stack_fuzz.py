@@ -375,6 +375,8 @@ def check_invariants(plan: dict[str, Any]) -> None:
         r = p["per_replica"]
         for m in ("ttft", "itl"):  # the fuzz sets p95 targets only
             if slo[m] and slo[m]["p95"] is not None:
+                # null in the JSON: a NaN or infinite prediction (pydantic writes both as null)
+                assert r[f"{m}_p95_ms"] is not None, f"{m} p95 at the planned load is not a number"
                 assert r[f"{m}_p95_ms"] <= slo[m]["p95"] + 1e-6
         assert r["kv_cache_gib_per_gpu"] > 0 and r["max_concurrent_sequences"] >= 1
         assert p["instances_desired"] >= 1 and p["replicas"] >= 1
