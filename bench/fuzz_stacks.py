@@ -1,8 +1,8 @@
 """The generated-stack fuzz at a larger size than CI's: N stack files (valid, near-valid and hostile,
-tests/stack_fuzz.py, 5% of them naming a hostile config.json) through validate and plan in process, every
-plan rendered (compose) and diffed against the previous one, a CliRunner sample, and a subprocess sample
-whose peak RSS is measured per run. Prints the table (cases, tracebacks, hangs, max RSS); exit 1 if
-anything failed.
+tests/stack_fuzz.py, 5% of them naming a hostile config.json, 5% a hostile workload.trace) through validate
+and plan in process, every plan rendered (compose) and diffed against the previous one, a CliRunner sample,
+and a subprocess sample whose peak RSS is measured per run. Prints the table (cases, tracebacks, hangs, max
+RSS); exit 1 if anything failed.
 
 Run: python bench/fuzz_stacks.py [--files 50000] [--seed 7] [--plan-every 2] [--subprocesses 20]
 The default mix plans more (20% valid stacks, every second validated file planned) than CI's.

@@ -211,6 +211,22 @@ class ApiComparison(_M):
     ratio_to_self_hosted: float  # API bill / self-hosted all-in monthly cost
     break_even_output_tokens_per_month: float | None  # volume where self-hosting costs the same
     source: str = ""
+    # prefix reuse: the share of input tokens billed at the API's cache-read price (the same share the
+    # self-hosted plan is sized with: workload.prefix_cache_hit_rate, or what a trace's replay served); 0 when
+    # the API has no cache-read price (then every input token at the input price) or nothing is reused
+    usd_per_million_cached_input_tokens: float | None = None  # the API's cache-read price; None: it has none
+    cached_input_share: float = 0.0
+    prefix_share: float = 0.0  # the workload's prefix-reuse share the bill was figured for
+    input_mtok_per_month: float = 0.0  # the traffic the bill is for, millions of tokens a month
+    output_mtok_per_month: float = 0.0
+
+    def cached_note(self) -> str:
+        """'cached input at $x/1M' (with its share), why there is none, or '' when nothing is reused."""
+        if self.prefix_share <= 0:
+            return ""
+        if self.usd_per_million_cached_input_tokens is None:
+            return f"no cache-read price: {self.prefix_share:.0%} reused input at the full input price"
+        return f"{self.cached_input_share:.0%} of input cached at ${self.usd_per_million_cached_input_tokens:g}/1M"
 
 
 class Alternative(_M):

@@ -540,14 +540,37 @@ class CapacityReservation(_Strict):
         return self
 
 
+# Issue 27: a 405B model with 64k-token outputs under strategy auto/mixed ran past 60 s (26 s wall, ~18 s CPU
+# here: four step simulations of the finalists). The heaviest legitimate plans seen take ~20 s of CPU (a replayed
+# Azure code trace, tests/test_traffic.py, on a loaded 2-core machine); 30 s of the planner's own CPU time stays
+# above them and below the 60 s the issue calls a hang. CPU time, not wall time: a stack plans the same on a busy
+# CI runner as on an idle laptop (other processes do not spend its budget).
+DEFAULT_SEARCH_BUDGET_S = 30.0
+
+
+# The most spare replicas (hardware.redundancy) a stack may ask for is max(REDUNDANCY_ALWAYS_ALLOWED, the
+# replicas its demand needs). The standard redundancy levels are N+1, N+2 and 2N (a full second copy; the
+# Uptime Institute's tiers top out at 2N): N+2 survives a failure during a rolling update even for a one-replica
+# fleet, and more spares than the demand's own replicas is no redundancy scheme but a capacity floor (issue 27:
+# `redundancy: 200` for a fleet of 2 passed validate). validate checks it against the requests in flight (an
+# upper bound on the demand's replicas: each replica serves at least one), plan against the sized demand.
+REDUNDANCY_ALWAYS_ALLOWED = 2
+
+
 class HardwareSpec(_Strict):
     """Stack config key `llmcap:hardware`."""
 
     strategy: Strategy = "auto"
+    search_budget_s: float = Field(
+        default=DEFAULT_SEARCH_BUDGET_S, gt=0, le=3600, allow_inf_nan=False,
+        description="CPU seconds the planner's search may take (also --search-budget); when spent, the plan is the "
+                    "best feasible fleet found so far and says what was not tried")
     gpus: list[str] | None = Field(default=None, description="allowed GPU names; default every GPU in the region")
     instance_types: list[str] | None = Field(default=None, description="allowed instance types; default all")
     purchase: Purchase = "on-demand"
-    redundancy: int = Field(default=1, ge=0, le=1000, description="extra replicas beyond demand (failover, updates)")
+    redundancy: int = Field(default=1, ge=0, le=1000, description=(
+        "extra replicas beyond demand (failover, updates); at most the larger of "
+        f"{REDUNDANCY_ALWAYS_ALLOWED} and the replicas the demand needs (2N): more is refused by validate and plan"))
     autoscaling_headroom: float = Field(default=0.5, ge=0, le=10, allow_inf_nan=False,
                                         description="node-group max = desired × (1 + headroom), rounded up")
     spot_on_demand_floor: float = Field(default=0.5, ge=0, le=1, allow_inf_nan=False,

@@ -300,6 +300,13 @@ def _with_trace(raw: Any, base_dir: Path | None, problems: list[str],
         problems.append(f"{NAMESPACE}:workload.trace: {e}")
         return raw, None
     st = trace_stats(trace)
+    if raw.get("traffic") is not None and not raw.get("classes"):
+        # the fleet is replayed at the trace's own arrivals; a stated traffic beside it sized the per-replica
+        # figures for another load (3,910 users beside a 2 req/s trace: an overloaded, infinite TTFT; issue 27 fuzz)
+        problems.append(f"{NAMESPACE}:workload.traffic: given beside workload.trace, whose own arrivals "
+                        f"({st.mean_requests_per_s:.3g} req/s on average) the fleet is planned from; remove traffic, "
+                        "or scale the trace with workload.trace.time_scale")
+        return raw, None
     out = dict(raw)
     for key, d in (("prompt_tokens", st.prompt_tokens), ("output_tokens", st.output_tokens)):
         out.setdefault(key, {"mean": max(1, round(d["mean"])), "p95": max(1, round(d["mean"]), round(d["p95"]))})

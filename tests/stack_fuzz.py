@@ -215,9 +215,105 @@ def hostile_config(rnd: random.Random) -> bytes:
     return rnd.choice([b"", b"null", b"[]", b"not json", b"\x00" * 64, b'{"architectures": 5}'])
 
 
+TRACE_PLACEHOLDER = "LLMCAP_FUZZ_TRACE_VALUE"  # run_cases puts a hostile `workload.trace` value here (JSON)
+TRACE_SHARE = 0.05  # of all cases: a valid stack whose workload.trace is hostile (a path or a mapping)
+TRACE_HEADER = "arrival_s,prompt_tokens,output_tokens\n"
+SPARSE_BYTES = 300 * 1024 * 1024  # above the reader's 256 MiB limit (sizing.traffic.reader.MAX_TRACE_BYTES)
+
+
+def _good_rows(rnd: random.Random, n: int) -> str:
+    t = 0.0
+    rows = []
+    for _ in range(n):
+        t += rnd.expovariate(2.0)
+        rows.append(f"{t:.3f},{rnd.randint(16, 2000)},{rnd.randint(1, 400)}\n")
+    return "".join(rows)
+
+
+def hostile_trace(rnd: random.Random, d: Path) -> Any:
+    """A `workload.trace` value a user (or an attacker) could write, with whatever it names made under `d`:
+    paths with NUL or control characters, missing files, directories, devices and FIFOs, binary junk,
+    unsorted or negative rows, huge sparse files, the wrong format, Latin-1, and {path, format, time_scale,
+    prefix_reuse, ...} mappings with bad values; now and then a good small trace, so traces get planned."""
+    f = d / "trace.csv"
+    for old in (f, d / "trace.jsonl"):  # the previous case's file may be a directory or a FIFO
+        if old.is_dir() and not old.is_symlink():
+            old.rmdir()
+        elif old.exists() or old.is_symlink():
+            old.unlink()
+    k = rnd.randrange(20)
+    if k == 0:
+        return str(d / "no-such-trace.csv")
+    if k == 1:
+        f.mkdir()
+        return str(f)
+    if k == 2:
+        return rnd.choice([str(f) + "\x00.csv", "tr\x00ace.csv", "\x00"])
+    if k == 3:
+        return rnd.choice(["\x1b[31mtrace.csv", "trace\r\n.csv", "tra\tce\x7f.csv", "\u202etrace.csv", "../" * 40])
+    if k == 4:
+        return rnd.choice(["/dev/zero", "/dev/null", "/proc/self/mem", "/", "", " ", "x" * 1001, "~/trace.csv"])
+    if k == 5:
+        os.mkfifo(f)
+        return str(f)
+    if k == 6:
+        f.write_bytes(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 5000))))
+    elif k == 7:  # binary junk after a good header
+        f.write_bytes(TRACE_HEADER.encode() + bytes(rnd.randrange(256) for _ in range(2000)))
+    elif k == 8:  # unsorted arrivals
+        f.write_text(TRACE_HEADER + "5,100,10\n1,100,10\n3,50,5\n")
+    elif k == 9:  # negative or absurd rows
+        f.write_text(TRACE_HEADER + rnd.choice(["-1,100,10\n", "0,-5,10\n", "0,100,-1\n", "nan,1,1\n",
+                                                "inf,1,1\n", "0,1e400,1\n", "0,99999999999,1\n", "0,1.5,1\n",
+                                                "0,,\n", "0,1,1,1,1,1\n", "0\n", "1e13,1,1\n"]))
+    elif k == 10:  # huge and sparse: over the size limit, or under it and all NUL bytes
+        with open(f, "wb") as fh:
+            fh.truncate(SPARSE_BYTES if rnd.random() < 0.5 else 64 * 1024 * 1024)
+    elif k == 11:  # a row far longer than any row
+        f.write_bytes(TRACE_HEADER.encode() + b"1," + b"9" * (2 * 1024 * 1024) + b",1\n")
+    elif k == 12:  # the wrong format named
+        f.write_text(TRACE_HEADER + _good_rows(rnd, 20))
+        return {"path": str(f), "format": rnd.choice(["azure2023", "mooncake", "jsonl"])}
+    elif k == 13:  # JSON lines with odd values
+        f = d / "trace.jsonl"
+        f.write_text(rnd.choice(['{"arrival_s": 0, "prompt_tokens": "many", "output_tokens": 1}\n',
+                                 '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": "x"}\n',
+                                 '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1e400]}\n',
+                                 '{"arrival_s": NaN, "prompt_tokens": 1, "output_tokens": 1}\n',
+                                 '[1, 2, 3]\n', '{"a": ' * 5000 + '1' + '}' * 5000 + '\n',
+                                 '{"arrival_s": 0, "prompt_tokens": 1, "output_tokens": 1, "class": {"x": 1}}\n']))
+    elif k == 14:  # Latin-1, not UTF-8
+        f.write_bytes(TRACE_HEADER.encode() + "0,1,1,caf\xe9\n".encode("latin-1"))
+    elif k == 15:  # empty, or a header only
+        f.write_text(rnd.choice(["", TRACE_HEADER, "\n\n\n", "arrival_s\n"]))
+    elif k == 16:  # a mapping with bad values around a good file
+        f.write_text(TRACE_HEADER + _good_rows(rnd, 30))
+        key, bad = rnd.choice([("time_scale", 0), ("time_scale", -1), ("time_scale", float("nan")),
+                               ("time_scale", 1e9), ("time_scale", "fast"), ("format", "parquet"),
+                               ("prefix_reuse", "maybe"), ("prefix_reuse", 5), ("prefix_block_tokens", 0),
+                               ("prefix_block_tokens", 10**12), ("routing", "random"), ("path", 5), ("path", None),
+                               ("path", []), ("pathh", "x"), ("time_scale", 1e-300)])
+        out: dict[str, Any] = {"path": str(f), key: bad}
+        return out
+    elif k == 17:  # not a path or a mapping
+        return rnd.choice([5, True, [str(f)], {"path": {"nested": 1}}, 1e400, None])
+    else:  # a good small trace (planned now and then), as a path or a mapping
+        f.write_text(TRACE_HEADER + _good_rows(rnd, rnd.randint(5, 200)))
+        if rnd.random() < 0.5:
+            return {"path": str(f), "time_scale": rnd.choice([0.5, 1, 2]), "prefix_reuse": rnd.random() < 0.5}
+    return str(f)
+
+
+def trace_case(content: str, value: Any) -> str:
+    """The stack text with the placeholder replaced by `value` as JSON (valid YAML flow; NUL and control
+    characters escaped the way a user would write them in a double-quoted string)."""
+    return content.replace(TRACE_PLACEHOLDER, json.dumps(value, allow_nan=True))
+
+
 def cases(seed: int, n: int, mix: tuple[float, float] = CI_MIX) -> Iterator[tuple[str, str | bytes]]:
     """`n` cases (kind, file content); `mix` = the valid and near-valid shares, then CONFIG_SHARE of stacks
-    naming a hostile config.json (CONFIG_PLACEHOLDER), the rest hostile."""
+    naming a hostile config.json (CONFIG_PLACEHOLDER) and TRACE_SHARE with a hostile workload.trace
+    (TRACE_PLACEHOLDER), the rest hostile."""
     rnd = random.Random(seed)
     for _ in range(n):
         r = rnd.random()
@@ -230,6 +326,14 @@ def cases(seed: int, n: int, mix: tuple[float, float] = CI_MIX) -> Iterator[tupl
             cfg["llmcap:workload"]["model"] = CONFIG_PLACEHOLDER
             cfg["llmcap:workload"]["weights_source"] = "org/model"
             yield "hostile-config", _dump(cfg)
+        elif r < mix[0] + mix[1] + CONFIG_SHARE + TRACE_SHARE:
+            cfg = valid_config(rnd)
+            w = cfg["llmcap:workload"]
+            w["trace"] = TRACE_PLACEHOLDER
+            for key in ("traffic", "prompt_tokens", "output_tokens"):  # the trace gives them
+                if rnd.random() < 0.7:
+                    w.pop(key, None)
+            yield "hostile-trace", _dump(cfg)
         else:
             yield "hostile", hostile(rnd)
 
@@ -271,6 +375,8 @@ def check_invariants(plan: dict[str, Any]) -> None:
         r = p["per_replica"]
         for m in ("ttft", "itl"):  # the fuzz sets p95 targets only
             if slo[m] and slo[m]["p95"] is not None:
+                # null in the JSON: a NaN or infinite prediction (pydantic writes both as null)
+                assert r[f"{m}_p95_ms"] is not None, f"{m} p95 at the planned load is not a number"
                 assert r[f"{m}_p95_ms"] <= slo[m]["p95"] + 1e-6
         assert r["kv_cache_gib_per_gpu"] > 0 and r["max_concurrent_sequences"] >= 1
         assert p["instances_desired"] >= 1 and p["replicas"] >= 1
@@ -323,7 +429,7 @@ def run_one(path: Path, command: str, plans: tuple[str, str] = ("", "")) -> tupl
         try:
             if command == "plan":
                 plan(stack_file=path, sets=[], strategy=None, fmt=Format.json, out=None, catalog=None,
-                     preflight=False)
+                     preflight=False, write=False, search_budget=None)
             elif command == "render":
                 _render(path)
             elif command == "diff":
@@ -363,6 +469,8 @@ def run_cases(tmp: Path, seed: int, n: int, progress: Callable[[int], None] | No
                 cfg = tmp / "config.json"
                 cfg.write_bytes(hostile_config(random.Random(seed * 7919 + i)))
                 content = str(content).replace(CONFIG_PLACEHOLDER, str(cfg))
+            elif kind == "hostile-trace":
+                content = trace_case(str(content), hostile_trace(random.Random(seed * 7919 + i), tmp))
             if isinstance(content, bytes):
                 f.write_bytes(content)
             else:
@@ -435,6 +543,8 @@ def run_cli_sample(tmp: Path, seed: int, n: int, t: Tally) -> None:
     runner = CliRunner()
     f = tmp / "Pulumi.cli.yaml"
     for i, (kind, content) in enumerate(cases(seed, n)):
+        if kind == "hostile-trace":
+            content = trace_case(str(content), hostile_trace(random.Random(seed * 7919 + i), tmp))
         f.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape"))
         r = runner.invoke(app, ["plan", str(f), "--format", "json"])
         t.cli_runs += 1
@@ -468,6 +578,8 @@ def run_subprocess(tmp: Path, sample: list[tuple[str, str | bytes]], t: Tally) -
     """Each case as `llmcap plan`; its peak RSS from os.wait4, killed at HANG_S."""
     for i, (kind, content) in enumerate(sample):
         f = tmp / f"Pulumi.sub{i}.yaml"
+        if kind == "hostile-trace":
+            content = trace_case(str(content), hostile_trace(random.Random(i), tmp))
         f.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape"))
         # through a small launcher: on Linux a child's ru_maxrss starts at its parent's RSS at fork (and
         # survives exec), so a direct child of a 1 GiB pytest process reports 1 GiB whatever it does

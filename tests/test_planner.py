@@ -234,7 +234,7 @@ def test_tighter_itl_never_cheaper_when_tuning_favours_another_gpu() -> None:
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(min_value=0, max_value=5), st.integers(min_value=10, max_value=2000))
+@given(st.integers(min_value=0, max_value=2), st.integers(min_value=10, max_value=2000))  # N+2 always allowed (spec)
 def test_redundancy_adds_exactly_its_replicas(r: int, users: int) -> None:
     base = plan("dev", f"workload.traffic.concurrent_users={users}", "hardware.redundancy=0", *FIXED)
     more = plan("dev", f"workload.traffic.concurrent_users={users}", f"hardware.redundancy={r}", *FIXED)

@@ -32,7 +32,7 @@ config:
     traffic: {concurrent_users: 4}
     slo: {ttft_p95_ms: 5, itl_p95_ms: 25}
   llmcap:hardware:
-    redundancy: 5
+    redundancy: 4
 """
 
 

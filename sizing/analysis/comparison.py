@@ -119,6 +119,9 @@ class CheapestApi(_M):
     # the figure every comparison, plot and line shows (the output price alone flatters self-hosting)
     usd_per_million_output_tokens_with_input: float = 0.0
     prompt_tokens_per_output_token: float = 0.0
+    # prefix reuse: the API's cache-read price, None when it has none, and the share of input billed at it
+    usd_per_million_cached_input_tokens: float | None = None
+    cached_input_share: float = 0.0
 
 
 class Sweep(_M):

@@ -45,6 +45,7 @@ class ApiPick(_M):
     model: str
     usd_per_month_same_traffic: float
     ratio_to_self_hosted: float
+    cached: str = ""  # how its bill prices the reused prefix (ApiComparison.cached_note), "" without reuse
 
 
 class Side(_M):
@@ -139,7 +140,7 @@ def side_from_plan(plan: Plan, ref: str) -> Side:
         slo=slo.describe(),
         cheapest_api=ApiPick(provider=api.provider, model=api.model,
                              usd_per_month_same_traffic=api.usd_per_month_same_traffic,
-                             ratio_to_self_hosted=api.ratio_to_self_hosted) if api else None,
+                             ratio_to_self_hosted=api.ratio_to_self_hosted, cached=api.cached_note()) if api else None,
         cost_lines=list(plan.cost_lines),
         capacity_ends=[ends_line(p.purchase, p.capacity_reservation_id, p.capacity_ends) for p in plan.pools
                        if p.capacity_reservation_id and p.capacity_ends],

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sizing.analysis.comparison import NO_PLAN, CheapestApi, Crossover, FeasibilityEdge, Option, Sweep, SweepPoint
-from sizing.cost.money import api_comparison, usd_per_million_tokens, usd_per_month
+from sizing.cost.money import api_comparison, input_usd_per_mtok, usd_per_million_tokens, usd_per_month
 from sizing.errors import SpecError
 from sizing.perf.goodput import goodput
 from sizing.perf.load import Goodput
@@ -381,16 +381,20 @@ def cheapest_api(cat: Catalog, stack: Stack) -> CheapestApi | None:
     tokens (the unit of the self-hosted curve)."""
     m = cat.model(stack.workload.model)
     ratio = stack.workload.prompt_tokens.mean / stack.workload.output_tokens.mean
-    rows, note = api_comparison(cat, m.hf_id, m.params_active_b, m.params_total_b, ratio, 1.0, 1.0)
+    share = stack.workload.prefix_cache_hit_rate  # the share the self-hosted curve is sized with
+    rows, note = api_comparison(cat, m.hf_id, m.params_active_b, m.params_total_b, ratio, 1.0, 1.0, share)
     if not rows:
         return None
     r = min(rows, key=lambda a: a.usd_per_month_same_traffic)
+    per_in = input_usd_per_mtok(r.usd_per_million_input_tokens, r.usd_per_million_cached_input_tokens, share)
     return CheapestApi(provider=r.provider, model=r.model, exact_model=r.exact_model,
                        usd_per_million_output_tokens=r.usd_per_million_output_tokens,
                        usd_per_million_input_tokens=r.usd_per_million_input_tokens, note=note or "",
-                       usd_per_million_output_tokens_with_input=round(
-                           r.usd_per_million_output_tokens + ratio * r.usd_per_million_input_tokens, 4),
-                       prompt_tokens_per_output_token=round(ratio, 4))
+                       usd_per_million_output_tokens_with_input=round(r.usd_per_million_output_tokens + ratio * per_in,
+                                                                      4),
+                       prompt_tokens_per_output_token=round(ratio, 4),
+                       usd_per_million_cached_input_tokens=r.usd_per_million_cached_input_tokens,
+                       cached_input_share=r.cached_input_share)
 
 
 def run_sweep(options: list[Option], spec: SweepSpec, cat: Catalog,

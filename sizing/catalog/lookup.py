@@ -172,7 +172,7 @@ class Catalog:
             if i is None or o is None:
                 continue  # a known gap, kept in the data file as an empty row
             out.append(ApiPrice(r["model"], r["provider"], r["provider_model_id"], i, o, r["source"], r["as_of"],
-                                r["genai_prices_provider_id"].strip()))
+                                r["genai_prices_provider_id"].strip(), opt_float(r.get("cache_read_usd_per_mtok", ""))))
         return out
 
     @cached_property

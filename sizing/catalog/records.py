@@ -190,6 +190,7 @@ class ApiPrice:
     source: str
     as_of: str
     genai_prices_provider_id: str = ""  # the provider's id in genai-prices, when it has this model
+    cache_read_usd_per_mtok: float | None = None  # input tokens served from the provider's prompt cache; None: none
 
 
 # platform_prices.csv `region` of a price AWS charges alike in every commercial region (EKS control plane,

@@ -42,8 +42,7 @@ def _print_runs(res: Any) -> None:
     from sizing.spec import describe_targets
 
     run0 = res.runs[0]
-    slo = describe_targets(tuple((m, "p95", v) for m, v in (("ttft", run0.slo_ttft_p95_ms),
-                                                             ("itl", run0.slo_itl_p95_ms)) if v is not None))
+    slo = describe_targets(run0.targets())
     headers = ["load", "sent", "errors", "TTFT p50/p95/p99 ms", "ITL p50/p95/p99 ms", "TPOT p95 ms", "out tok/s",
                "req/s", "goodput req/s", "SLO"]
     cells = []
@@ -57,6 +56,9 @@ def _print_runs(res: Any) -> None:
     c = console()
     c.print(fitted_table(f"llmcap bench {res.endpoint} ({res.served_model}, {res.api}); SLO {slo or 'none measured'}",
                          headers, cells, c.width, right=tuple(h for h in headers if h not in ("load", "SLO"))))
+    for r in res.runs:
+        for line in r.missed:
+            c.print(f"MISSED at {r.load:g} {'conc' if r.mode == 'concurrency' else 'req/s'}: {line}", highlight=False)
     for n in res.notes:
         c.print(f"note: {n}", highlight=False)
 
@@ -130,8 +132,7 @@ def measure(base_url: str, api_key: str | None, st: Any, plan: Plan | None, note
             records = run_load(target, factory, pt.mode, pt.load, limits, seed + i, tick)
             progress.update(task, completed=duration)
             runs.append(metrics.aggregate(records, mode=pt.mode, load=pt.load, duration_s=duration,
-                                          slo_ttft_ms=w.slo.ttft_p95_ms, slo_itl_ms=w.slo.itl_p95_ms,
-                                          planned=pt.planned))
+                                          targets=w.slo.targets(), planned=pt.planned))
             if i + 1 < len(points):
                 save(results(final=False))  # what is measured stays on disk if a later point dies
 

@@ -131,9 +131,10 @@ def _trio(d: Any, digits: int) -> str:
 def print_side_by_side(sides: list[Side], st: Stack, under_test: float | None) -> None:
     from rich.table import Table
 
-    slo = st.workload.slo
-    t = Table(title=f"llmcap bench, side by side (same seed, prompts and arrivals); SLO TTFT p95 ≤ "
-                    f"{slo.ttft_p95_ms:g} ms, ITL p95 ≤ {slo.itl_p95_ms:g} ms")
+    from sizing.spec import describe_targets
+
+    t = Table(title=f"llmcap bench, side by side (same seed, prompts and arrivals); SLO "
+                    f"{describe_targets(st.workload.slo.targets())}")
     for col in ("endpoint", "load", "sent", "errors", "TTFT p50/p95/p99 ms", "ITL p50/p95/p99 ms",
                 "TPOT p50/p95/p99 ms", "E2E p50/p95/p99 ms", "out tok/s", "goodput req/s", "SLO"):
         t.add_column(col, justify="left" if col in ("endpoint", "load", "SLO") else "right")

@@ -64,14 +64,19 @@ def plan(
     preflight: bool = typer.Option(False, "--preflight", help="check AWS quotas and offerings (warnings only)"),
     write: bool = typer.Option(False, "--write", help="save the plan beside the stack file "
                                "(stacks/Pulumi.<env>.plan.json): the plan `pulumi up` and `llmcap render` deploy"),
+    search_budget: float | None = typer.Option(None, "--search-budget", help="CPU seconds the planner's search may "
+                                               "take (default: the stack's hardware.search_budget_s, 30); when spent, "
+                                               "the best fleet found so far, said so"),
 ) -> None:
     """Plan a stack: GPUs, instances, $/hour, $/month, $/1M tokens, and the hosted-API comparison."""
     from sizing.errors import NoFeasiblePlanError, SpecError
     from sizing.planning.planner import plan_for
 
-    if write and (sets or strategy):
-        raise SpecError(f"--write saves the plan of {stack_file} as written: put the --set/--strategy change "
-                        "into the stack file instead")
+    if write and (sets or strategy or search_budget is not None):
+        raise SpecError(f"--write saves the plan of {stack_file} as written: put the --set/--strategy/--search-budget "
+                        "change into the stack file instead")
+    if search_budget is not None:
+        sets = [*sets, f"hardware.search_budget_s={search_budget!r}"]
     try:
         p = plan_for(stack_file, sets, strategy, catalog)
     except NoFeasiblePlanError as e:

@@ -3,6 +3,9 @@ bill for the same traffic (prices from genai-prices, with the catalog's api_pric
 providers genai-prices lacks).
 
 Formulas: cost per 1M output tokens = $/hour ÷ (output tokens/s × 3,600) × 1,000,000.
+An API's bill for the same traffic = input Mtok × ((1 − c) × input price + c × cache-read price) + output Mtok ×
+output price, where c is the workload's prefix-reuse share when the API has a cache-read price (its prompt
+cache bills a repeated prefix at that price), else 0: the same share the self-hosted plan is sized with.
 """
 
 from __future__ import annotations
@@ -52,16 +55,18 @@ def comparable_api_model(catalog: Catalog, hf_id: str, params_active_b: float,
     return min(models, key=dist).api_model, False
 
 
-def _genai_price(provider_id: str, model_ref: str) -> tuple[float, float, str] | None:
-    """(input, output) USD per 1M tokens from genai-prices, or None when it lacks the model."""
+def _genai_price(provider_id: str, model_ref: str) -> tuple[float, float, float | None] | None:
+    """(input, output, cache read or None) USD per 1M tokens from genai-prices, or None when it lacks the
+    model (its ModelPrice.cache_read_mtok: the price of input tokens read from the provider's prompt cache)."""
     try:
         from genai_prices import Usage, calc_price
 
         r = calc_price(Usage(input_tokens=1_000_000, output_tokens=1_000_000), model_ref=model_ref,
                        provider_id=provider_id)
+        cached = getattr(r.model_price, "cache_read_mtok", None)
     except Exception:  # genai-prices raises LookupError/ValueError variants for unknown models
         return None
-    return float(r.input_price), float(r.output_price), "genai-prices"
+    return float(r.input_price), float(r.output_price), (None if cached is None else float(cached))
 
 
 def api_prices_for(catalog: Catalog, api_model: str) -> list[ApiPrice]:
@@ -75,33 +80,56 @@ def api_prices_for(catalog: Catalog, api_model: str) -> list[ApiPrice]:
         live = _genai_price(p.genai_prices_provider_id, p.provider_model_id) if p.genai_prices_provider_id else None
         if live:
             out.append(ApiPrice(p.model, p.provider, p.provider_model_id, live[0], live[1],
-                                f"genai-prices ({p.provider_model_id})", p.as_of))
+                                f"genai-prices ({p.provider_model_id})", p.as_of, p.genai_prices_provider_id,
+                                live[2] if live[2] is not None else p.cache_read_usd_per_mtok))
         else:
             out.append(p)
         seen.add(p.provider)
     return out
 
 
+def input_usd_per_mtok(input_price: float, cache_read_price: float | None, prefix_share: float) -> float:
+    """The mean price of one input token, USD per 1M: the reused share at the cache-read price when the API
+    has one, the rest (all of it without one) at the input price."""
+    c = min(max(prefix_share, 0.0), 1.0) if cache_read_price is not None else 0.0
+    return (1.0 - c) * input_price + c * (cache_read_price or 0.0)
+
+
+def priced_row(row: ApiComparison, prefix_share: float, self_hosted_usd_per_month: float) -> ApiComparison:
+    """`row` billed for its traffic with `prefix_share` of its input tokens reused (the cached share at the
+    API's cache-read price; every figure of the row that depends on it)."""
+    cached = row.usd_per_million_cached_input_tokens
+    bill = (row.input_mtok_per_month * input_usd_per_mtok(row.usd_per_million_input_tokens, cached, prefix_share)
+            + row.output_mtok_per_month * row.usd_per_million_output_tokens)
+    per_out_token_blended = bill / (row.output_mtok_per_month * 1e6) if row.output_mtok_per_month > 0 else 0.0
+    return row.model_copy(update={
+        "usd_per_month_same_traffic": round(bill, 2),
+        "ratio_to_self_hosted": round(bill / self_hosted_usd_per_month, 4) if self_hosted_usd_per_month else 0.0,
+        "break_even_output_tokens_per_month": (self_hosted_usd_per_month / per_out_token_blended
+                                               if per_out_token_blended > 0 else None),
+        "prefix_share": round(max(prefix_share, 0.0), 4),
+        "cached_input_share": round(min(max(prefix_share, 0.0), 1.0), 4) if cached is not None else 0.0})
+
+
 def api_comparison(catalog: Catalog, hf_id: str, params_active_b: float, params_total_b: float,
                    input_tokens_per_s: float, output_tokens_per_s: float,
-                   self_hosted_usd_per_month: float) -> tuple[list[ApiComparison], str | None]:
+                   self_hosted_usd_per_month: float,
+                   prefix_share: float = 0.0) -> tuple[list[ApiComparison], str | None]:
     """Hosted-API monthly bills for the same traffic, cheapest first, and a note when the model
-    compared is only the nearest comparable one."""
+    compared is only the nearest comparable one. `prefix_share`: the share of input tokens that repeat a
+    cached prefix (the self-hosted plan's own share), billed at each API's cache-read price where it has one."""
     api_model, exact = comparable_api_model(catalog, hf_id, params_active_b, params_total_b)
     in_mtok = input_tokens_per_s * SECONDS_PER_MONTH / 1e6
     out_mtok = output_tokens_per_s * SECONDS_PER_MONTH / 1e6
     rows = []
     for p in api_prices_for(catalog, api_model):
-        bill = in_mtok * p.input_usd_per_mtok + out_mtok * p.output_usd_per_mtok
-        per_out_token_blended = bill / (output_tokens_per_s * SECONDS_PER_MONTH) if output_tokens_per_s > 0 else 0
-        rows.append(ApiComparison(
+        rows.append(priced_row(ApiComparison(
             provider=p.provider, model=p.provider_model_id or api_model, exact_model=exact,
             usd_per_million_input_tokens=p.input_usd_per_mtok, usd_per_million_output_tokens=p.output_usd_per_mtok,
-            usd_per_month_same_traffic=round(bill, 2),
-            ratio_to_self_hosted=round(bill / self_hosted_usd_per_month, 4) if self_hosted_usd_per_month else 0.0,
-            break_even_output_tokens_per_month=(self_hosted_usd_per_month / per_out_token_blended
-                                                if per_out_token_blended > 0 else None),
-            source=f"{p.source}; {p.as_of}"))
+            usd_per_million_cached_input_tokens=p.cache_read_usd_per_mtok,
+            usd_per_month_same_traffic=0.0, ratio_to_self_hosted=0.0, break_even_output_tokens_per_month=None,
+            source=f"{p.source}; {p.as_of}", input_mtok_per_month=in_mtok, output_mtok_per_month=out_mtok),
+            prefix_share, self_hosted_usd_per_month))
     rows.sort(key=lambda r: r.usd_per_month_same_traffic)
     note = None if exact else (f"no hosted API serves {hf_id}; compared with the nearest comparable model "
                                f"{api_model}")

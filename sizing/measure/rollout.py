@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from sizing.errors import SpecError
+from sizing.spec import SLO_LABELS
 
 if TYPE_CHECKING:
     from sizing.catalog.calibration import Calibration
@@ -97,8 +98,8 @@ def stages(plan: Plan, cal: Calibration, stack_file: str = "STACK") -> list[Stag
         cmds.append(f"llmcap verify {results} --stack {stack_file} --stage {name}"
                     + (" --eval eval.json" if name == "canary" else ""))
         thresholds = [
-            Threshold(criterion="TTFT p95 <= SLO", limit=f"{slo.ttft_p95_ms:g} ms", source="the stack's SLO"),
-            Threshold(criterion="ITL p95 <= SLO", limit=f"{slo.itl_p95_ms:g} ms", source="the stack's SLO"),
+            *(Threshold(criterion=f"{SLO_LABELS[m]} {q} <= SLO", limit=f"{v:g} ms", source="the stack's SLO")
+              for m, q, v in slo.targets()),  # every target it sets, as verify judges them
             Threshold(criterion="error rate <= max", limit=f"{MAX_ERROR_RATE:.0%} of requests",
                       source="llmcap verify's default"),
             Threshold(criterion="goodput >= planned demand",

@@ -57,6 +57,8 @@ from sizing.perf.memory import GIB, kv_cache_bytes_per_token, kv_replication_fac
 from sizing.perf.replica import ReplicaConfig
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sizing.catalog.lookup import Catalog
     from sizing.perf.step import StepModel
 
@@ -64,7 +66,12 @@ P95_Z = 1.6448536269514722  # standard-normal 95th percentile
 QUANTILES = (50, 90, 95, 99)
 MAX_REQUESTS = 1200  # most requests one simulation runs (bounds its time)
 MAX_ITERATIONS = 200_000  # scheduler iterations before a run is declared unstable (overload)
+STOP_EVERY = 64  # scheduler iterations between two asks of simulate's `stop` (a time budget's clock)
 ArrivalKind = Literal["poisson", "closed", "burst"]
+
+
+class SimulationStopped(RuntimeError):
+    """simulate's `stop` answered True: the caller's time budget is spent (no result)."""
 
 
 @dataclass(frozen=True)
@@ -233,14 +240,15 @@ def default_requests(arrivals: Arrivals, cap: int) -> int:
 def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Lengths, arrivals: Arrivals,
              prefix_cache_hit_rate: float = 0.0, seed: int = 0, n_requests: int | None = None,
              slo: RequestSlo | None = None, staggered: bool = True, *,
-             requests: GivenRequests | None = None) -> SimResult:
+             requests: GivenRequests | None = None, stop: Callable[[], bool] | None = None) -> SimResult:
     """Simulate one replica (cfg: its GPUs, precision, max_num_seqs, max_num_batched_tokens) serving
     requests of these lengths arriving as `arrivals`. See the module docstring for the rules.
     `staggered` (closed loop): the users start at random times over one request's lifetime (the
     analytic model's steady state); False starts them together (a benchmark's lockstep rounds).
     `n_requests`: None = default_requests(). Same seed, same result. `requests`: replay these recorded
     requests instead of sampling (lengths capped to the KV cache; `arrivals` must be a burst, which
-    measures every request)."""
+    measures every request). `stop`: asked every STOP_EVERY steps; when it answers True the run raises
+    SimulationStopped (the planner's time budget, sizing.planning.time_budget)."""
     if requests is not None and arrivals.kind != "burst":
         raise ValueError("recorded requests are replayed with Arrivals.burst (every request measured)")
     shape = WorkloadShape(prompt.mean, output.mean, prompt.p95, output.p95, prefix_cache_hit_rate)
@@ -369,6 +377,8 @@ def simulate(catalog: Catalog, cfg: ReplicaConfig, prompt: Lengths, output: Leng
 
     while done < n:
         iterations += 1
+        if stop is not None and iterations % STOP_EVERY == 0 and stop():
+            raise SimulationStopped(f"stopped after {iterations:,} steps")
         if iterations > MAX_ITERATIONS:
             stable = False
             break

@@ -41,6 +41,8 @@ from sizing.perf.replica import ReplicaConfig
 from sizing.planning.candidates import Evaluated, Tuning, resize, strategy_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch
     from sizing.planning.demand import Demand
@@ -157,11 +159,13 @@ def demand_points(demand_load: float | None, met: float, missed: float, integer:
 
 
 def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: str, gp: Goodput,
-                      budget_note: str, demand_load: float | None = None) -> tuple[Goodput, str, str, dict[str, float]]:
+                      budget_note: str, demand_load: float | None = None,
+                      stop: Callable[[], bool] | None = None) -> tuple[Goodput, str, str, dict[str, float]]:
     """Check the analytic goodput load with the simulation, backing off until every target holds.
     `demand_load` (users in closed loop, requests/s in open loop): the demand, whose own per-replica loads
     between the lattice points are tried too (demand_points). Returns (goodput, binds line, bound code,
-    predicted percentiles at that load)."""
+    predicted percentiles at that load). `stop`: passed to every simulation (sizing.perf.sim.SimulationStopped
+    when it answers True)."""
     from sizing.perf.sim import Arrivals, Lengths, simulate
 
     targets = w.slo.targets()
@@ -172,14 +176,14 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
     failed: tuple[float, tuple[str, str, float, float]] | None = None
     for load in loads:
         arr = Arrivals.closed(int(load)) if mode == "closed" else Arrivals.poisson(load)
-        r = simulate(cat, cfg, prompt, output, arr, w.prefix_cache_hit_rate, seed=SIM_SEED)
+        r = simulate(cat, cfg, prompt, output, arr, w.prefix_cache_hit_rate, seed=SIM_SEED, stop=stop)
         if _meets(r, targets) and failed is not None:
             # the demand's own loads in the gap to the lattice load that missed, largest first
             for x in demand_points(demand_load, load, failed[0], mode == "closed"):
                 if x > analytic:
                     continue
                 rx = simulate(cat, cfg, prompt, output, Arrivals.closed(int(x)) if mode == "closed"
-                              else Arrivals.poisson(x), w.prefix_cache_hit_rate, seed=SIM_SEED)
+                              else Arrivals.poisson(x), w.prefix_cache_hit_rate, seed=SIM_SEED, stop=stop)
                 if _meets(rx, targets):
                     load, r = x, rx
                     break
@@ -244,18 +248,32 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
     for i in ranked:
         if feasible[i].usd_per_hour <= floor * GRID_WINDOW:
             first.setdefault(feasible[i].cand.instance.gpu, i)
+    from sizing.perf.sim import SimulationStopped
+
     grids: dict[int, tuple[int, int, Goodput]] = {}
+    budget = p.time_budget
     for i in first.values():
+        if budget.expired():
+            budget.skipped(f"batching-flag grid of {feasible[i].cand.label()}")
+            continue
         grids[i] = _grid(p.catalog, p.model, feasible[i], p.workload, p.demand.mode)
     grid_cost = {i: resize(replace(feasible[i], gp=grids[i][2]), p.demand, p.hardware.redundancy,
-                           feasible[i].goodput_scale).usd_per_hour for i in first.values()}
+                           feasible[i].goodput_scale).usd_per_hour for i in first.values() if i in grids}
     if grid_cost:
         ceiling = min(grid_cost.values()) * FINALIST_COST_WINDOW
         chosen += [i for i in first.values() if i not in chosen and grid_cost[i] <= ceiling]
     out = list(feasible)
     tuned: dict[object, Evaluated] = {}
     for i in chosen:
-        out[i] = tune(p.catalog, p.model, p.workload, p.demand, feasible[i], p.hardware.redundancy, grids.get(i))
+        if budget.expired():
+            budget.skipped(f"simulation of finalist {feasible[i].cand.label()} (analytic goodput kept)")
+            continue
+        try:
+            out[i] = tune(p.catalog, p.model, p.workload, p.demand, feasible[i], p.hardware.redundancy, grids.get(i),
+                          stop=budget.expired)
+        except SimulationStopped:
+            budget.skipped(f"simulation of finalist {feasible[i].cand.label()} (analytic goodput kept)")
+            continue
         tuned.setdefault(_cfg(p.model, feasible[i], p.workload), out[i])
     # a candidate whose replica is the same as a tuned one's (same GPU, precision and parallelism on another
     # instance size) serves the same: it gets the same flags and simulated goodput, so that a purchase split
@@ -268,9 +286,10 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
 
 
 def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Evaluated,
-         redundancy: int, grid: tuple[int, int, Goodput] | None = None) -> Evaluated:
+         redundancy: int, grid: tuple[int, int, Goodput] | None = None,
+         stop: Callable[[], bool] | None = None) -> Evaluated:
     """One finalist with its batching flags chosen and its goodput simulated, re-sized for the demand.
-    `grid`: its _grid result when already known."""
+    `grid`: its _grid result when already known; `stop`: the time budget's check (simulated_goodput)."""
     budget, seqs, g = grid or _grid(cat, model, ev, w, demand.mode)
     _, budget0, _ = _engine_limits(cat, _cfg(model, ev, w))
     cfg = _cfg(model, ev, w, budget, seqs)
@@ -279,7 +298,7 @@ def tune(cat: Catalog, model: ModelArch, w: WorkloadSpec, demand: Demand, ev: Ev
             f"analytic, {g.output_tokens_per_s:,.0f} at the choice")
     sim_gp, binds, code, pred = simulated_goodput(
         cat, cfg, w, demand.mode, g, note,
-        float(demand.concurrent_users or 0) if demand.mode == "closed" else demand.requests_per_s)
+        float(demand.concurrent_users or 0) if demand.mode == "closed" else demand.requests_per_s, stop)
     lo, hi = cat.calibration.goodput_range
     sim_gp = replace(sim_gp, output_tokens_per_s_p10=sim_gp.output_tokens_per_s * lo,
                      output_tokens_per_s_p90=sim_gp.output_tokens_per_s * hi)

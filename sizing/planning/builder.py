@@ -448,8 +448,10 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
                         "Price List)")
     gpu_lines = [_gpu_line(p) for p in pools]
     month = usd_per_month(usd_h)
+    # the API's prompt cache bills the reused share of input at its cache-read price: the share the plan is
+    # sized with (a trace's replayed share replaces it in class_results.attach)
     apis, api_note = api_comparison(cat, model.hf_id, model.params_active_b, model.params_total_b, in_tps, out_tps,
-                                    month + plat_month)
+                                    month + plat_month, w.prefix_cache_hit_rate)
     if api_note:
         warnings.append(api_note)
     totals = Totals(

@@ -65,6 +65,13 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
             source=("step-level simulation at saturation" if c.kind == "batch" else
                     f"replay over {c.replicas} replicas ({fleet.routing})"),
             replicas=c.replicas, deadline_hours=c.deadline_hours, time_to_finish_hours=c.time_to_finish_hours))
+    if trace is not None and plan.api_comparison:  # the API's cache gets the share the fleet's caches served
+        from sizing.cost.money import priced_row
+
+        month = plan.totals.all_in_usd_per_month
+        plan = plan.model_copy(update={"api_comparison": sorted(
+            (priced_row(a, fleet.prefix_hit_share, month) for a in plan.api_comparison),
+            key=lambda a: a.usd_per_month_same_traffic)})
     summary = None
     if trace is not None:
         from sizing.traffic.stats import trace_stats

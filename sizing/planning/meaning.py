@@ -1,6 +1,8 @@
 """Checks of what a stack file means, beyond its schema: fast (no planning), one line each.
 
 Errors (the stack cannot be planned as written, exit 2):
+- more spare replicas than max(2, the requests in flight): no redundancy scheme (sizing.spec
+  REDUNDANCY_ALWAYS_ALLOWED);
 - prompt + output (p95) beyond the model's context (config.json max_position_embeddings);
 - every accepted precision needs a pre-quantized checkpoint and none is given.
 Warnings (it plans, but probably not what was meant):
@@ -17,6 +19,7 @@ import math
 from typing import TYPE_CHECKING
 
 from sizing.humanize import num
+from sizing.spec import REDUNDANCY_ALWAYS_ALLOWED
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -65,6 +68,14 @@ def slo_floor_problems(w: WorkloadSpec, cat: Catalog) -> list[str]:
     return out
 
 
+def redundancy_problem(redundancy: int, demand: int, what: str) -> str:
+    """The one line that refuses more spares than max(REDUNDANCY_ALWAYS_ALLOWED, `demand`) (sizing.spec)."""
+    most = max(REDUNDANCY_ALWAYS_ALLOWED, demand)
+    return (f"llmcap:hardware.redundancy: {redundancy:,} spare replicas is more than the {most:,} allowed (N+"
+            f"{REDUNDANCY_ALWAYS_ALLOWED} or 2N, N = {demand:,} {what}): set it to at most {most:,}; to run more "
+            "replicas, plan for the traffic they would serve (llmcap:workload.traffic)")
+
+
 def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
     """(errors, warnings) for a stack whose names already resolve (sizing.catalog.names.check_names)."""
     w, hw = stack.workload, stack.hardware
@@ -109,7 +120,10 @@ def meaning_checks(stack: Stack, cat: Catalog) -> tuple[list[str], list[str]]:
             e2e_ms = slo.bound_ms("ttft", "p95") + w.output_tokens.mean * (slo.per_token_ms() or math.inf)
         in_flight = rate * e2e_ms / 1000
         how = f"{num(rate)} req/s at the SLO's latencies (at most {num(in_flight)} requests in flight)"
-    if hw.redundancy > 0 and hw.redundancy >= in_flight:
+    # (no bound without a latency target that bounds the time in flight: in_flight is then infinite)
+    if math.isfinite(in_flight) and hw.redundancy > max(REDUNDANCY_ALWAYS_ALLOWED, math.ceil(in_flight)):
+        errors.append(redundancy_problem(hw.redundancy, math.ceil(in_flight), f"requests in flight ({how})"))
+    elif hw.redundancy > 0 and hw.redundancy >= in_flight:
         warnings.append(f"llmcap:hardware.redundancy: {hw.redundancy} spare replicas for {how}: more spares than "
                         "requests in flight; 1 is usually enough")
     return errors, warnings

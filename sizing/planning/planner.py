@@ -20,6 +20,7 @@ from sizing.planning.demand import demand_of
 from sizing.planning.meaning import slo_floor_problems
 from sizing.planning.problem import PlanningProblem
 from sizing.planning.search import STRATEGIES, GoodputScale, Search, cost_key, search
+from sizing.planning.time_budget import TimeBudget
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 
 def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | None = None,
-               goodput_scale: GoodputScale | None | bool = True, tune_batching: bool = True) -> Plan:
+               goodput_scale: GoodputScale | None | bool = True, tune_batching: bool = True,
+               time_budget: TimeBudget | None = None) -> Plan:
     """Plan a stack: the cheapest feasible deployment, its alternatives and costs.
 
     `tune_batching`: the cheapest feasible candidates get their max_num_batched_tokens and
@@ -43,10 +45,14 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     A workload that allows several engines is planned once per engine and the cheapest plan is chosen
     (sizing.planning.engine_choice). Raises NoFeasiblePlanError with the reason per GPU type and what
     would make it feasible (the first engine's, when no engine has a feasible plan).
+
+    `time_budget`: the search's wall-clock limit, shared by every engine (default: the stack's
+    hardware.search_budget_s, sizing.planning.time_budget); a plan it cut says so in its warnings.
     """
+    budget = (time_budget or TimeBudget(stack.hardware.search_budget_s)).start()
     engines = stack.workload.engines
     if len(engines) == 1:
-        return _plan_engine(stack, catalog, strategy, goodput_scale, tune_batching)
+        return _plan_engine(stack, catalog, strategy, goodput_scale, tune_batching, budget)
     from sizing.errors import NoFeasiblePlanError
     from sizing.planning.engine_choice import choose
 
@@ -55,7 +61,7 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
     for e in engines:
         one = replace(stack, workload=stack.workload.for_engine(e))
         try:
-            plans[e] = _plan_engine(one, catalog, strategy, goodput_scale, tune_batching)
+            plans[e] = _plan_engine(one, catalog, strategy, goodput_scale, tune_batching, budget)
         except NoFeasiblePlanError as err:
             failures[e] = err
     if not plans:
@@ -64,8 +70,8 @@ def plan_stack(stack: Stack, catalog: Catalog | None = None, strategy: str | Non
 
 
 def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
-                 goodput_scale: GoodputScale | None | bool, tune_batching: bool) -> Plan:
-    """plan_stack for a workload of one engine."""
+                 goodput_scale: GoodputScale | None | bool, tune_batching: bool, budget: TimeBudget) -> Plan:
+    """plan_stack for a workload of one engine, within `budget`."""
     from sizing.planning.builder import build_plan
     from sizing.planning.infeasible import infeasible_error
 
@@ -85,7 +91,7 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
     floors = slo_floor_problems(w, cat)
     if floors:
         raise SpecError(f"{len(floors)} target(s) below what any deployment can do", floors)
-    problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w))
+    problem = PlanningProblem(cat, model, w, hw, stack.region, demand_of(w), budget)
     demand = problem.demand
     if goodput_scale is True:
         from sizing.perf.overlay import default_goodput_scale
@@ -93,16 +99,28 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
         goodput_scale = default_goodput_scale()
     scale = goodput_scale or None
     main = search(problem, strat, scale)
+    if not main.feasible and budget.cut:
+        from sizing.errors import NoFeasiblePlanError
+
+        raise NoFeasiblePlanError(f"no feasible fleet found before the search was cut at {budget.seconds:g} s",
+                                  [budget.note() or "", "raise hardware.search_budget_s (or --search-budget), or "
+                                   "narrow hardware.gpus / workload.precision"])
     if not main.feasible:
-        raise infeasible_error(cat, model, stack, strat, main,
+        err = infeasible_error(cat, model, stack, strat, main,
                                lambda w2, hw2, s: cheapest_tuned(problem.with_specs(w2, hw2), s))
+        if budget.note():  # the suggestions' re-plans ran out of time: fewer of them, said so
+            err.problems.append(budget.note() or "")
+        raise err
+    check_redundancy(hw.redundancy, main)
     if tune_batching:
         from sizing.planning.batching import tune_finalists
 
         main = Search(main.strategy, tune_finalists(problem, main.feasible, cost_key),
                       main.rejections)
     fleet = None
-    if w.classes or stack.trace is not None:  # replay the traffic over the finalists (issue 33)
+    if (w.classes or stack.trace is not None) and budget.expired():
+        budget.skipped("the replay of the traffic over the finalists")
+    elif w.classes or stack.trace is not None:  # replay the traffic over the finalists (issue 33)
         from sizing.perf.replay import replay
         from sizing.planning.fleet import replayed_finalists
 
@@ -121,6 +139,9 @@ def _plan_engine(stack: Stack, catalog: Catalog | None, strategy: str | None,
     tie = tie_note(main)
     if tie:
         plan.assumptions.append(tie)
+    cut = budget.note()
+    if cut and cut not in plan.warnings:
+        plan.warnings.append(cut)
     return plan
 
 
@@ -140,6 +161,18 @@ def tie_note(main: Search) -> str | None:
            "the higher precision (larger weights)" if best.fit.weights_gib > other.fit.weights_gib else "more goodput")
     return (f"tie: {best.cand.label()} and {other.cand.label()} cost the same with {best.gpus} GPUs; chose "
             f"{best.cand.label()} for {why}")
+
+
+def check_redundancy(redundancy: int, main: Search) -> None:
+    """More spares than max(REDUNDANCY_ALWAYS_ALLOWED, the demand's replicas on the cheapest candidate) is bad
+    input (sizing.spec REDUNDANCY_ALWAYS_ALLOWED)."""
+    from sizing.planning.meaning import redundancy_problem
+    from sizing.spec import REDUNDANCY_ALWAYS_ALLOWED
+
+    best = main.best
+    if best is not None and redundancy > max(REDUNDANCY_ALWAYS_ALLOWED, best.replicas_for_demand):
+        raise SpecError(redundancy_problem(redundancy, best.replicas_for_demand,
+                                           f"replicas for the demand on {best.cand.label()}"))
 
 
 def check_context(model: ModelArch, w: WorkloadSpec) -> None:

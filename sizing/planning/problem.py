@@ -3,10 +3,11 @@ arguments through every signature (search, candidates, tuning, the infeasible ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sizing.planning.demand import Demand, demand_of
+from sizing.planning.time_budget import TimeBudget, unlimited
 
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
@@ -25,6 +26,8 @@ class PlanningProblem:
     hardware: HardwareSpec
     region: str
     demand: Demand
+    # the time budget of the plan's search (sizing.planning.time_budget); shared by every re-plan of this problem
+    time_budget: TimeBudget = field(default_factory=unlimited, compare=False)
 
     @classmethod
     def of(cls, catalog: Catalog, model: ModelArch, workload: WorkloadSpec, hardware: HardwareSpec,

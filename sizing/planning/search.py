@@ -56,11 +56,17 @@ def search(p: PlanningProblem, strategy: str, scale: GoodputScale | None = None)
     rejections: list[Rejection] = []
     feasible: list[Evaluated] = []
     enum_strategy = "auto" if strategy == "mixed" else strategy
+    left = 0
     for cand in enumerate_candidates(p, enum_strategy, rejections):
+        if p.time_budget.expired():
+            left += 1
+            continue
         s = scale(cand.instance.gpu, p.workload.single_engine, p.model.hf_id) if scale else None
         e = evaluate(p, p.purchase, cand, rejections, s[0] if s else 1.0)
         if e is not None:
             feasible.append(e)
+    if left:
+        p.time_budget.skipped(f"{left} candidate(s) of strategy {strategy} not sized")
     return Search(strategy, feasible, rejections)
 
 

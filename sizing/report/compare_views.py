@@ -87,7 +87,10 @@ def findings(sw: Sweep | None) -> list[str]:
         lines.append(f"cheapest hosted API: {api.provider} {api.model} at "
                      f"${api.usd_per_million_output_tokens_with_input:g} per 1M output tokens with their input "
                      f"(${api.usd_per_million_output_tokens:g} output + {api.prompt_tokens_per_output_token:g} prompt "
-                     f"tokens × ${api.usd_per_million_input_tokens:g} per 1M)")
+                     f"tokens × ${api.usd_per_million_input_tokens:g} per 1M"
+                     + (f", {api.cached_input_share:.0%} of them cached at ${api.usd_per_million_cached_input_tokens:g}"
+                        f"/1M" if api.cached_input_share > 0 and api.usd_per_million_cached_input_tokens is not None
+                        else "") + ")")
     return lines + [f"warning: {w}" for w in sw.warnings]
 
 

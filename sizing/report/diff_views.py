@@ -101,7 +101,8 @@ def _range(s: Side) -> str:
 def _api(s: Side) -> str:
     a = s.cheapest_api
     return "–" if a is None else (f"{a.provider} {a.model}: {money(a.usd_per_month_same_traffic)}/month "
-                                  f"({a.ratio_to_self_hosted:.2f}× self-hosted)")
+                                  f"({a.ratio_to_self_hosted:.2f}× self-hosted"
+                                  + (f"; {a.cached}" if a.cached else "") + ")")
 
 
 def detail_rows(sd: StackDiff) -> list[list[str]]:

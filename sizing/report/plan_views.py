@@ -188,9 +188,31 @@ def totals_rows(plan: Plan) -> list[tuple[str, str]]:
     ]
 
 
+def api_input_price(a: Any) -> str:
+    """The input price of an API row, with its cache-read price when the workload's reused prefix is billed at
+    it, e.g. "$0.15 (cached $0.075)"."""
+    base = usd(a.usd_per_million_input_tokens, cents=True)
+    if a.cached_input_share > 0 and a.usd_per_million_cached_input_tokens is not None:
+        return f"{base} (cached {usd(a.usd_per_million_cached_input_tokens, cents=True)})"
+    return base
+
+
+def api_cache_line(plan: Plan) -> str | None:
+    """One line on how the hosted-API bills price the workload's reused prefix, None when nothing is reused."""
+    rows = [a for a in plan.api_comparison if a.prefix_share > 0]
+    if not rows:
+        return None
+    cached = [f"{a.provider} cached input at ${a.usd_per_million_cached_input_tokens:g}/1M" for a in rows
+              if a.usd_per_million_cached_input_tokens is not None]
+    full = [a.provider for a in rows if a.usd_per_million_cached_input_tokens is None]
+    return (f"hosted APIs: {rows[0].prefix_share:.0%} of input tokens repeat a cached prefix (as the self-hosted "
+            f"plan assumes): " + "; ".join(cached + ([f"no cache-read price at {', '.join(full)}: all input at the "
+                                                      "input price"] if full else [])))
+
+
 def api_rows(plan: Plan) -> list[list[str]]:
     return [[a.provider, a.model + ("" if a.exact_model else " (nearest)"),
-             usd(a.usd_per_million_input_tokens, cents=True), usd(a.usd_per_million_output_tokens, cents=True),
+             api_input_price(a), usd(a.usd_per_million_output_tokens, cents=True),
              money(a.usd_per_month_same_traffic), f"{a.ratio_to_self_hosted:.2f}×"] for a in plan.api_comparison]
 
 
@@ -315,7 +337,7 @@ def render_table(plan: Plan, console: Any) -> None:
         console.print("Hosted APIs for the same traffic")
         for a in plan.api_comparison:
             console.print(f"  {a.provider} {a.model}{'' if a.exact_model else ' (nearest)'}: "
-                          f"{usd(a.usd_per_million_input_tokens, cents=True)} / "
+                          f"{api_input_price(a)} / "
                           f"{usd(a.usd_per_million_output_tokens, cents=True)} per 1M in / out, "
                           f"{money(a.usd_per_month_same_traffic)}/month ({a.ratio_to_self_hosted:.2f}× self-hosted)")
     for title, headers, rows, narrow in tables:
@@ -327,6 +349,8 @@ def render_table(plan: Plan, console: Any) -> None:
             for r in rows:
                 at.add_row(*[r[i] for i in cols])
             console.print(at)
+    if api_cache_line(plan):
+        console.print(api_cache_line(plan), overflow="fold")
     if skipped_line(plan):
         console.print(skipped_line(plan))
     for line in price_lines(plan):
@@ -351,6 +375,8 @@ def render_markdown(plan: Plan) -> str:
         parts += ["", f"**{PURCHASE_TITLE}**", "", md_table(PURCHASE_HEADERS, purchase_rows(plan))]
     if plan.api_comparison:
         parts += ["", "**Hosted APIs for the same traffic**", "", md_table(API_HEADERS, api_rows(plan))]
+        if api_cache_line(plan):
+            parts += ["", str(api_cache_line(plan))]
     if plan.engines:
         parts += ["", "**Best of each engine**", "", md_table(ENGINE_HEADERS, engine_rows(plan))]
     if plan.alternatives:

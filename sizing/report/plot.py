@@ -173,7 +173,10 @@ def build_figure(sw: Sweep, title: str = "") -> tuple[Any, list[Any]]:
     if api:
         price = api.usd_per_million_output_tokens_with_input  # input tokens billed too, as the GPU curve pays prefill
         ax2.axhline(price, color="0.3", ls="--", lw=1.5,
-                    label=f"cheapest hosted API: {api.provider} {api.model} (${price:g}/1M out, input included)")
+                    label=f"cheapest hosted API: {api.provider} {api.model} (${price:g}/1M out, input included"
+                          + (f"; cached input at ${api.usd_per_million_cached_input_tokens:g}/1M"
+                             if api.cached_input_share > 0 and api.usd_per_million_cached_input_tokens is not None
+                             else "") + ")")
         all_per_m.append(price)
     if sw.log_spaced:
         ax1.set_xscale("log")

@@ -149,23 +149,26 @@ def read_trace(path: str | Path, fmt: str = "auto", time_scale: float = 1.0, pre
     if st.st_size > MAX_TRACE_BYTES:
         raise SpecError(f"trace {p.name}: {st.st_size / 2**20:,.0f} MiB is above the {MAX_TRACE_BYTES // 2**20} MiB "
                         "a trace may hold; cut it to the busiest hours")
-    with open(p, "rb") as f:
-        rows = _Rows(p, f)
-        first = next(rows, None)
-        if first is None:
-            raise SpecError(f"trace {p.name}: empty; a trace needs a header row or JSON lines")
-        kind = fmt if fmt != "auto" else _detect(rows, first)
-        if kind in ("azure2023", "csv"):
-            cols = _csv_cells(first)
-            need = AZURE_COLUMNS if kind == "azure2023" else GENERIC_REQUIRED
-            missing = [c for c in need if c not in cols]
-            if missing:
-                raise rows.fail("header", f"missing column(s) {', '.join(missing)} (has {', '.join(cols)[:80]})")
-            lines: _Rows | list[str] = rows
-        else:
-            lines = [first]
-            cols = []
-        return _collect(p, kind, rows, lines, cols, time_scale, prefix_reuse, prefix_block_tokens)
+    try:
+        with open(p, "rb") as f:
+            rows = _Rows(p, f)
+            first = next(rows, None)
+            if first is None:
+                raise SpecError(f"trace {p.name}: empty; a trace needs a header row or JSON lines")
+            kind = fmt if fmt != "auto" else _detect(rows, first)
+            if kind in ("azure2023", "csv"):
+                cols = _csv_cells(first)
+                need = AZURE_COLUMNS if kind == "azure2023" else GENERIC_REQUIRED
+                missing = [c for c in need if c not in cols]
+                if missing:
+                    raise rows.fail("header", f"missing column(s) {', '.join(missing)} (has {', '.join(cols)[:80]})")
+                lines: _Rows | list[str] = rows
+            else:
+                lines = [first]
+                cols = []
+            return _collect(p, kind, rows, lines, cols, time_scale, prefix_reuse, prefix_block_tokens)
+    except OSError as e:  # a special file that claims to be regular (/proc/self/mem: EIO), no permission, a disk error
+        raise SpecError(f"trace {p}: cannot read ({e.strerror or e.__class__.__name__})") from None
 
 
 def _detect(rows: _Rows, first: str) -> str:
