@@ -54,7 +54,8 @@ def main() -> int:
     f = plan.fleet
     assert f is not None  # a trace stack's plan has its replayed fleet
     print(f"whole plan of the trace stack: {total:.1f} s wall, {cpu_total:.1f} s CPU ({f.replays} replays, "
-          f"{f.replay_s_per_fleet:.2f} s each; {f.replicas} replicas where the mean-based plan had "
+          f"at most {total / max(f.replays, 1):.2f} s wall each; {f.replicas} replicas where the mean-based plan "
+          f"had "
           f"{f.mean_based_replicas}; target < 60 s)")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0

@@ -371,8 +371,6 @@ class FleetChoice(_M):
     mean_based_replicas: int
     difference: str  # where the replayed fleet and the mean-based one differ, and why
     replays: int  # fleets simulated
-    replay_s_per_fleet: float  # wall time of one replay, seconds (mean)
-    search_s: float  # the whole fleet search, seconds
     clipped_requests: int = 0
     autoscaling_min_replicas: int = 0
     autoscaling_max_replicas: int = 0

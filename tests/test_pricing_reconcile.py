@@ -56,6 +56,17 @@ def test_plan_lines_reconcile_with_the_rendered_program(stack_id: str, tmp_path:
     by: dict[str, list[CostLine]] = defaultdict(list)
     for ln in res_lines:
         by[ln.name].append(ln)
+    # pools of one instance type and purchase (a dedicated layout's class pools) are one bill line: the plan
+    # keeps a line per pool, the program a line per node group; compare their sums
+    merged: dict[str, CostLine] = {}
+    for pl in plan_lines:
+        if pl.name in merged and pl.name.startswith("GPU instances"):
+            m = merged[pl.name]
+            usd = None if m.usd_per_month is None or pl.usd_per_month is None else m.usd_per_month + pl.usd_per_month
+            merged[pl.name] = m.model_copy(update={"quantity": m.quantity + pl.quantity, "usd_per_month": usd})
+        else:
+            merged.setdefault(pl.name, pl)
+    plan_lines = list(merged.values())
     used: set[int] = set()
 
     def total(lines: list[CostLine]) -> tuple[float, float | None]:

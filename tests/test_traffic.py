@@ -4,6 +4,7 @@ statistics, the multi-replica replay, request classes, batch classes and trace s
 from __future__ import annotations
 
 import filecmp
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,11 +176,13 @@ L40S = {"gpus": ["L40S"], "redundancy": 0}
 
 @pytest.mark.parametrize("name", [BUNDLED[0], *(pytest.param(n, marks=pytest.mark.slow) for n in BUNDLED[1:])])
 def test_trace_stack_plans(name: str) -> None:
+    c0 = time.process_time()
     p = _plan(_trace_stack(name))
+    cpu_s = time.process_time() - c0
     assert p.trace is not None and p.trace.requests > 1000
     assert p.trace.peak_requests_per_s_1s > p.trace.mean_requests_per_s
     assert p.fleet is not None and p.classes and all(c.slo_met for c in p.classes)
-    assert p.fleet.replicas >= 1 and p.fleet.replays >= 1 and p.fleet.search_s < 60  # issue 33: a plan under 60 s
+    assert p.fleet.replicas >= 1 and p.fleet.replays >= 1 and cpu_s < 60  # issue 33: a plan under 60 s
 
 
 def test_bursty_code_trace_needs_at_least_its_mean_as_poisson() -> None:
@@ -238,7 +241,7 @@ def test_scaled_object_takes_the_trace_plans_autoscaling() -> None:
 
     pool = make_pool(replicas=6)
     fleet = FleetChoice(layout="shared", why="one class", routing="least-loaded", replicas=6, mean_based_replicas=2,
-                        difference="", replays=3, replay_s_per_fleet=1.0, search_s=3.0,
+                        difference="", replays=3,
                         autoscaling_min_replicas=4, autoscaling_max_replicas=12, warm_standby_replicas=3,
                         queue_threshold=7, autoscaling_why="quietest minute needs 1 replica(s) ...")
     plan = make_plan([pool], fleet=fleet)

@@ -98,8 +98,7 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
     choice = FleetChoice.model_validate(dict(
         layout=fleet.layout, why=fleet.why, routing=fleet.routing, replicas=fleet.replicas,
         replicas_by_class=fleet.replicas_by_class, mean_based_replicas=fleet.mean_based_replicas,
-        difference=difference, replays=fleet.replays, replay_s_per_fleet=fleet.replay_s_per_fleet,
-        search_s=fleet.search_s, clipped_requests=fleet.clipped_requests, **auto))
+        difference=difference, replays=fleet.replays, clipped_requests=fleet.clipped_requests, **auto))
     class_pools = [p for p in plan.pools if p.request_class]
     if class_pools:
         choice.class_autoscaling = _class_autoscaling(plan, classes, trace)

@@ -67,7 +67,7 @@ def fleet_lines(plan: Plan) -> list[str]:
     if f is None:
         return []
     out = [f"fleet: {f.replicas} replica(s), {f.layout} ({f.why}); routing {f.routing or 'n/a'}; {f.difference}",
-           f"fleet search: {f.replays} replays, {num(f.replay_s_per_fleet)} s each, {num(f.search_s)} s in all"]
+           f"fleet search: {f.replays} replays"]
     if f.clipped_requests:
         out.append(f"fleet: {f.clipped_requests:,} requests longer than max_model_len were cut to it in the replay")
     if f.autoscaling_why:

@@ -28,6 +28,12 @@ FREE_TYPES = frozenset({
     "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
     "aws:s3/bucketPolicy:BucketPolicy", "aws:kms/alias:Alias",
     "aws:acm/certificate:Certificate",  # an imported certificate (infra/data/tls.yaml acm_imported)
+    # Karpenter's interruption queue: EventBridge rules on the default bus that match AWS service events and
+    # their targets ("State change events published by AWS services are free", aws.amazon.com/eventbridge/
+    # pricing); the SQS queue and its policy bill per request ($0.40 per million after the first million a
+    # month free, aws.amazon.com/sqs/pricing): a few interruption messages per node-day, usage-based and ~$0
+    "aws:cloudwatch/eventRule:EventRule", "aws:cloudwatch/eventTarget:EventTarget",
+    "aws:sqs/queue:Queue", "aws:sqs/queuePolicy:QueuePolicy",
 })
 
 
