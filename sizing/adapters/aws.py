@@ -22,7 +22,7 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -264,24 +264,21 @@ def pricing_filters(instance_type: str, region: str) -> list[dict[str, str]]:
     return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in fields.items()]
 
 
-def on_demand_usd_from_price_list(price_list: list[str]) -> float | None:
-    """The hourly OnDemand USD price in GetProducts' PriceList (JSON strings).
-
-    Only plain Linux products (operation RunInstances, no license, not a Capacity Block) count;
-    if several still match, the lowest non-zero hourly price is taken."""
+def _lowest_on_demand_usd(price_list: list[str], label: str, product_ok: Callable[[dict[str, Any]], bool],
+                          dimension_ok: Callable[[dict[str, Any]], bool]) -> float | None:
+    """The lowest positive OnDemand USD price in GetProducts' PriceList (JSON strings) among the products whose
+    attributes pass `product_ok` and the price dimensions that pass `dimension_ok`; None when none does. An
+    unreadable item is one AwsDataError naming it (`label` says which query)."""
     prices: list[float] = []
     for i, text in enumerate(price_list):
         try:
             product = json.loads(text)
-            attrs = product.get("product", {}).get("attributes", {})
-            if attrs.get("operation", "RunInstances") != "RunInstances":
-                continue
-            if attrs.get("marketoption", "OnDemand") != "OnDemand":
+            if not product_ok(product.get("product", {}).get("attributes", {})):
                 continue
             for offer in product.get("terms", {}).get("OnDemand", {}).values():
                 for dim in offer.get("priceDimensions", {}).values():
                     usd = dim.get("pricePerUnit", {}).get("USD")
-                    if not usd or not dim.get("unit", "Hrs").lower().startswith("hr"):
+                    if not usd or not dimension_ok(dim):
                         continue
                     value = float(usd)
                     if not math.isfinite(value) or value < 0:
@@ -289,18 +286,34 @@ def on_demand_usd_from_price_list(price_list: list[str]) -> float | None:
                     if value > 0:
                         prices.append(value)
         except (ValueError, TypeError, AttributeError) as e:  # JSONDecodeError is a ValueError
-            raise AwsDataError(f"AWS Pricing GetProducts: PriceList item {i} is unreadable "
+            raise AwsDataError(f"{label}: PriceList item {i} is unreadable "
                                f"({e.__class__.__name__}: {str(e)[:80]})") from None
     return min(prices) if prices else None
 
 
-def fetch_on_demand_price(pricing: Any, instance_type: str, region: str) -> float | None:
+def _get_products(pricing: Any, service: str, filters: list[dict[str, str]]) -> list[str]:
+    """Every PriceList item GetProducts answers for `service` and `filters`, over its pages."""
     texts: list[str] = []
-    pages = pricing.get_paginator("get_products").paginate(
-        ServiceCode="AmazonEC2", FormatVersion="aws_v1", Filters=pricing_filters(instance_type, region))
-    for page in pages:
+    for page in pricing.get_paginator("get_products").paginate(ServiceCode=service, FormatVersion="aws_v1",
+                                                               Filters=filters):
         texts.extend(page.get("PriceList", []))
-    return on_demand_usd_from_price_list(texts)
+    return texts
+
+
+def on_demand_usd_from_price_list(price_list: list[str]) -> float | None:
+    """The hourly OnDemand USD price in GetProducts' PriceList (JSON strings).
+
+    Only plain Linux products (operation RunInstances, no license, not a Capacity Block) count;
+    if several still match, the lowest non-zero hourly price is taken."""
+    return _lowest_on_demand_usd(
+        price_list, "AWS Pricing GetProducts",
+        lambda a: (a.get("operation", "RunInstances") == "RunInstances"
+                   and a.get("marketoption", "OnDemand") == "OnDemand"),
+        lambda d: str(d.get("unit", "Hrs")).lower().startswith("hr"))
+
+
+def fetch_on_demand_price(pricing: Any, instance_type: str, region: str) -> float | None:
+    return on_demand_usd_from_price_list(_get_products(pricing, "AmazonEC2", pricing_filters(instance_type, region)))
 
 
 # --- platform prices ------------------------------------------------------------------------
@@ -352,42 +365,17 @@ def platform_usd_from_price_list(price_list: list[str], q: PlatformQuery) -> flo
     is `q.usagetype` (after an optional region prefix) and, when given, whose operation is `q.operation`; of
     their price dimensions the first tier (beginRange 0, or no tiers). Several matches: the lowest positive."""
     pattern = re.compile(_PREFIX + q.usagetype)
-    prices: list[float] = []
-    for i, text in enumerate(price_list):
-        try:
-            product = json.loads(text)
-            attrs = product.get("product", {}).get("attributes", {})
-            if not pattern.match(str(attrs.get("usagetype", ""))):
-                continue
-            if q.operation is not None and attrs.get("operation") != q.operation:
-                continue
-            for offer in product.get("terms", {}).get("OnDemand", {}).values():
-                for dim in offer.get("priceDimensions", {}).values():
-                    if str(dim.get("beginRange", "0")) not in ("0", "0.0"):
-                        continue
-                    usd = dim.get("pricePerUnit", {}).get("USD")
-                    if not usd:
-                        continue
-                    value = float(usd)
-                    if not math.isfinite(value) or value < 0:
-                        raise ValueError(f"USD {usd!r}")
-                    if value > 0:
-                        prices.append(value)
-        except (ValueError, TypeError, AttributeError) as e:  # JSONDecodeError is a ValueError
-            raise AwsDataError(f"AWS Pricing GetProducts ({q.service}): PriceList item {i} is unreadable "
-                               f"({e.__class__.__name__}: {str(e)[:80]})") from None
-    return min(prices) if prices else None
+    return _lowest_on_demand_usd(
+        price_list, f"AWS Pricing GetProducts ({q.service})",
+        lambda a: bool(pattern.match(str(a.get("usagetype", "")))) and q.operation in (None, a.get("operation")),
+        lambda d: str(d.get("beginRange", "0")) in ("0", "0.0"))
 
 
 def fetch_platform_price(pricing: Any, q: PlatformQuery, region: str) -> float | None:
     """`q`'s USD unit price in `region` from the Price List, or None when AWS lists none there."""
     filters = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
     filters += [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in q.filters]
-    texts: list[str] = []
-    for page in pricing.get_paginator("get_products").paginate(ServiceCode=q.service, FormatVersion="aws_v1",
-                                                               Filters=filters):
-        texts.extend(page.get("PriceList", []))
-    return platform_usd_from_price_list(texts, q)
+    return platform_usd_from_price_list(_get_products(pricing, q.service, filters), q)
 
 
 @dataclass(frozen=True)
