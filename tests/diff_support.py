@@ -3,9 +3,13 @@ catalog (hand-built with tests/plan_factory so goldens do not move when the perf
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
+from typer.testing import CliRunner
 
 from sizing.catalog.lookup import load_catalog
 from sizing.cost.money import HOURS_PER_MONTH, platform_lines
@@ -25,6 +29,29 @@ def cli_app() -> typer.Typer:
     if not any(c.name == "diff" for c in app.registered_commands):
         app.command("diff")(diff_cmd.diff)
     return app
+
+
+DIFF_ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def init_repo(r: Path) -> None:
+    """An empty git repository at `r` with a test identity and unsigned commits."""
+    git(r, "init", "-q")
+    git(r, "config", "user.name", "llmcap test")
+    git(r, "config", "user.email", "llmcap-test@example.invalid")
+    git(r, "config", "commit.gpgsign", "false")
+
+
+def run_diff(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
+    """`llmcap diff ARGS` run in `repo` with the bundled catalog; (exit code, output)."""
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
+    r = CliRunner().invoke(cli_app(), ["diff", *args], env=DIFF_ENV)
+    return r.exit_code, r.output
 
 
 def priced_pool(instance_type: str, gpu: str, gpus_per_instance: int, tp: int, instances: int,

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.diff_support import cli_app
+from tests.diff_support import DIFF_ENV, git, init_repo, run_diff
 from tests.isolation import no_local_data
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
-ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
+ENV = DIFF_ENV
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
 def commit_all(repo: Path, message: str) -> None:
@@ -32,10 +27,7 @@ def commit_all(repo: Path, message: str) -> None:
 def repo(tmp_path: Path) -> Path:
     r = tmp_path / "repo"
     (r / "stacks").mkdir(parents=True)
-    git(r, "init", "-q")
-    git(r, "config", "user.name", "llmcap test")
-    git(r, "config", "user.email", "llmcap-test@example.invalid")
-    git(r, "config", "commit.gpgsign", "false")
+    init_repo(r)
     dev = (STACKS / "Pulumi.dev.yaml").read_text()
     for name in ("dev", "prod", "old"):
         (r / "stacks" / f"Pulumi.{name}.yaml").write_text(dev)
@@ -44,11 +36,7 @@ def repo(tmp_path: Path) -> Path:
     return r
 
 
-def run(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
-    monkeypatch.chdir(repo)
-    monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    r = CliRunner().invoke(cli_app(), ["diff", *args], env=ENV)
-    return r.exit_code, r.output
+run = run_diff
 
 
 def test_commit_to_commit(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

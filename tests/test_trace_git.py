@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tests.diff_support import cli_app
+from tests.diff_support import git, init_repo, run_diff
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
 STACK = """config:
   aws:region: us-east-1
   llmcap:workload:
@@ -34,19 +31,12 @@ def trace(rate: float, n: int = 240) -> str:
     return "arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i / rate:.4f},1500,150\n" for i in range(n))
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     r = tmp_path / "repo"
     (r / "stacks").mkdir(parents=True)
     (r / "traces").mkdir()
-    git(r, "init", "-q")
-    git(r, "config", "user.name", "llmcap test")
-    git(r, "config", "user.email", "llmcap-test@example.invalid")
-    git(r, "config", "commit.gpgsign", "false")
+    init_repo(r)
     (r / "stacks" / "Pulumi.t.yaml").write_text(STACK)
     (r / "traces" / "t.csv").write_text(trace(0.5))
     git(r, "add", "-A")
@@ -54,11 +44,7 @@ def repo(tmp_path: Path) -> Path:
     return r
 
 
-def run(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
-    monkeypatch.chdir(repo)
-    monkeypatch.delenv("LLMCAP_CATALOG_DIR", raising=False)
-    r = CliRunner().invoke(cli_app(), ["diff", *args], env=ENV)
-    return r.exit_code, r.output
+run = run_diff
 
 
 def test_each_side_plans_from_its_own_refs_trace(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
