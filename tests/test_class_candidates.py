@@ -83,3 +83,15 @@ def test_the_mix_goodput_is_the_harmonic_mean_of_the_classes() -> None:
     assert g.requests_per_s == pytest.approx(2.5)
     assert g.output_tokens_per_s == pytest.approx(2.5 * (0.8 * 250 + 0.2 * 300))
     assert g.feasible
+
+
+def test_a_closed_loop_class_with_only_a_ttft_target_keeps_the_mixes_rate() -> None:
+    from sizing.planning.class_shapes import class_workload
+
+    data = {**CLASSES, "traffic": {"concurrent_users": 100}}
+    data["classes"] = [dict(CLASSES["classes"][0]), {**CLASSES["classes"][1], "slo": {"itl": {"p95": 40}}}]
+    w = WorkloadSpec.model_validate(data)
+    chat = class_workload(w, w.request_classes[0])  # only a TTFT target: the mix's 1000/40 tokens/s per user
+    assert chat.traffic.concurrent_users == 80 and chat.tokens_per_s_per_user == pytest.approx(25.0)
+    rag = class_workload(w, w.request_classes[1])
+    assert rag.traffic.concurrent_users == 20 and rag.tokens_per_s_per_user == pytest.approx(25.0)

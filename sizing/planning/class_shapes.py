@@ -50,10 +50,15 @@ def class_workload(w: WorkloadSpec, c: RequestClass) -> WorkloadSpec:
     """The workload of one class alone: its lengths, its targets and its part of the load (a class of a
     closed-loop stack keeps at least one concurrent request)."""
     kind, load = class_load(w, c)
-    traffic = ({"peak_requests_per_s": max(load, 1e-6)} if kind == "rate" else
-               {"concurrent_users": max(1, round(load)),
-                **({"tokens_per_s_per_user": w.traffic.tokens_per_s_per_user}
-                   if w.traffic.tokens_per_s_per_user else {})})
+    traffic: dict[str, float | int] = {"peak_requests_per_s": max(load, 1e-6)}
+    if kind == "users":
+        # each active request's output rate: the stack's, else what the class's own targets imply, else
+        # what the mix's imply (a class with only a TTFT target in a closed loop)
+        per_token = c.slo.per_token_ms()
+        e2e = [v for m, _, v in c.slo.targets() if m == "e2e"]
+        tps = (w.traffic.tokens_per_s_per_user or (1000.0 / per_token if per_token else None)
+               or (c.output_tokens.mean * 1000.0 / min(e2e) if e2e else None) or w.tokens_per_s_per_user)
+        traffic = {"concurrent_users": max(1, round(load)), **({"tokens_per_s_per_user": tps} if tps else {})}
     data = w.model_dump(exclude_unset=True, exclude={"classes", "traffic", "slo", "prompt_tokens", "output_tokens"})
     data.update(prompt_tokens=c.prompt_tokens.model_dump(exclude_none=True),
                 output_tokens=c.output_tokens.model_dump(exclude_none=True),
