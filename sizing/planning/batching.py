@@ -232,6 +232,13 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
     families on default flags alone let a load whose analytic ranking kept the H100 out plan dearer than a
     slightly heavier load that let it in (dev: 755 users 41 x g6e.xlarge $76.30/h, 775 users 9 x p5.4xlarge
     $61.92/h; tests/test_planner.py). At most one simulation more per plan."""
+    from sizing.planning.class_shapes import interactive_classes
+
+    if len(interactive_classes(p.workload)) >= 2:
+        # request classes: the flags are tuned and goodput simulated for one workload shape, and a mix of
+        # classes has none (sizing.planning.class_shapes); the replay (sizing.planning.fleet) sizes each
+        # finalist at the engine's default flags on the classes' own requests
+        return feasible
     ranked = sorted(range(len(feasible)), key=lambda i: cost_key(feasible[i]))  # type: ignore[operator]
     chosen = list(ranked[:FINALISTS])
     for family in ("scale-up", "scale-out"):

@@ -33,6 +33,7 @@ from sizing.planning.capacity import (
     reservation_rate,
     reserved_replicas,
 )
+from sizing.planning.class_shapes import class_goodput, class_load_tokens, class_workload, interactive_classes
 from sizing.planning.demand import Demand
 from sizing.planning.infeasible import worst_reasons
 from sizing.planning.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
@@ -43,7 +44,7 @@ from sizing.planning.system_nodes import nat_gateway_count, size_system_nodes
 if TYPE_CHECKING:
     from sizing.catalog.lookup import Catalog
     from sizing.catalog.records import ModelArch
-    from sizing.spec import WorkloadSpec
+    from sizing.spec import RequestClass, WorkloadSpec
     from sizing.stack import Stack
 
 def _cfg(model: ModelArch, ev: Evaluated, stack: Stack) -> ReplicaConfig:
@@ -240,16 +241,25 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
     ev = mix.parts[0].ev
     total = max(sum(by_class.values()), 1)
     default = next((c.name for c in stack.workload.request_classes if c.name in by_class), next(iter(by_class)))
+    own = {c.name: c for c in interactive_classes(stack.workload)}
+    own_tokens = {n: class_load_tokens(stack.workload, c) for n, c in own.items()}
+    own_share = ({n: t / sum(own_tokens.values()) for n, t in own_tokens.items()}
+                 if sum(own_tokens.values()) > 0 and set(own) == set(by_class) else {})
     out: list[Pool] = []
     seen: set[str] = set()
     for k, (name, n) in enumerate(by_class.items()):
         replicas = replicas_with_spares(ev.cand, n, hw.redundancy)
-        part = MixPart(ev, instances_for(ev.cand, replicas), replicas, n / total)
+        # its share of the output demand: the class's own where the stack gives it (a replica count is not a
+        # load share: rag's few long prompts take most replicas, chat's many short ones most tokens)
+        share = own_share.get(name, n / total)
+        part = MixPart(ev, instances_for(ev.cand, replicas), replicas, share)
         suffix = "-" + _slug(name)
         if pools[0].name + suffix in seen:
             suffix += f"-{k}"
         seen.add(pools[0].name + suffix)
         pool = _priced_pool(cat, model, stack, demand, part, hw.purchase, replicas, replicas - n, warnings, suffix)
+        if name in own:  # its figures: the class alone on its pool, against its own targets
+            pool.per_replica = _class_per_replica(cat, model, stack, part, own[name], replicas, replicas - n, suffix)
         pool.request_class = name
         plain = pool.vllm.served_model_name
         pool.vllm.served_model_name = class_served_name(plain, name)
@@ -257,6 +267,22 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
         pool.vllm.served_model_aliases = [plain] if name == default and pool.engine != "sglang" else []
         out.append(pool)
     return out
+
+
+def _class_per_replica(cat: Catalog, model: ModelArch, stack: Stack, part: MixPart, c: RequestClass,
+                       replicas: int, red: int, suffix: str) -> PerReplica:
+    """A dedicated pool's per-replica figures: its class alone (sizing.planning.class_shapes.class_workload:
+    its lengths, targets and load) on the pool's replicas, so the pool is judged on its own requests (its
+    flags, context length and names stay the stack's: any request may reach it by the plain name)."""
+    from sizing.planning.demand import demand_of
+
+    wc = class_workload(stack.workload, c)
+    dem = demand_of(wc)
+    ev = part.ev
+    g = class_goodput(cat, _cfg(model, ev, stack), wc, dem.mode)
+    one = MixPart(replace(ev, gp=g), part.instances, replicas, 1.0)
+    return _priced_pool(cat, model, replace(stack, workload=wc), dem, one, stack.hardware.purchase, replicas, red,
+                        [], suffix).per_replica
 
 
 def _priced_pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: MixPart, purchase: str,

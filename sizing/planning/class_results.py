@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from sizing.plan import ClassAutoscaling, ClassResult, ClassTarget, FleetChoice, Percentiles, Plan, TraceSummary
+from sizing.plan import ClassAutoscaling, ClassResult, ClassTarget, FleetChoice, Percentiles, Plan, Pool, TraceSummary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,6 +101,8 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
         difference=difference, replays=fleet.replays, clipped_requests=fleet.clipped_requests, **auto))
     class_pools = [p for p in plan.pools if p.request_class]
     if class_pools:
+        plan = plan.model_copy(update={"pools": _replayed_pools(plan.pools, classes)})
+        class_pools = [p for p in plan.pools if p.request_class]
         choice.class_autoscaling = _class_autoscaling(plan, classes, trace)
         choice.default_class = next((p.request_class for p in class_pools if p.vllm.served_model_aliases), "") or ""
         choice.why += "; " + ", ".join(f"class {p.request_class} is served as model {p.vllm.served_model_name!r}"
@@ -109,6 +111,27 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
             choice.why += f" (the plain name goes to {choice.default_class}'s pool: the stack's first class)"
 
     return plan.model_copy(update={"classes": classes, "trace": summary, "fleet": choice})
+
+
+def _replayed_pools(pools: list[Pool], classes: list[ClassResult]) -> list[Pool]:
+    """A dedicated layout's class pools with their predicted percentiles from their class's replay over
+    exactly these replicas (what sized them; the analytic estimate of one mean replica cannot see a
+    long-prompt class's chunked prefills riding with the decodes), so a pool's lines and its class's
+    line agree."""
+    by_name = {c.name: c for c in classes if c.kind == "interactive"}
+    out = []
+    for p in pools:
+        c = by_name.get(p.request_class or "")
+        if c is None:
+            out.append(p)
+            continue
+        upd: dict[str, object] = {f"{m}_{q}_ms": getattr(getattr(c, f"{m}_ms"), q)
+                                  for m in METRICS for q in ("p50", "p95", "p99")}
+        upd["binds"] = (f"the replay of class {c.name} over {c.replicas} replicas "
+                        f"{'meets' if c.slo_met else 'misses'} its targets (TTFT p95 {c.ttft_ms.p95:,.0f} ms); "
+                        f"one replica at the class's mean load, analytic: {p.per_replica.binds}")
+        out.append(p.model_copy(update={"per_replica": p.per_replica.model_copy(update=upd)}))
+    return out
 
 
 def _autoscaling(plan: Plan, fleet: FleetOutcome, trace: Trace | None) -> dict[str, object]:

@@ -21,6 +21,7 @@ from sizing.planning.candidates import (
     replicas_with_spares,
     size_replicas,
 )
+from sizing.planning.class_shapes import class_goodput, class_weights, class_workload, interactive_classes, mix_goodput
 
 if TYPE_CHECKING:
     from sizing.planning.problem import PlanningProblem
@@ -104,9 +105,11 @@ def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: lis
     if cand.pp > 1 and memory_fit(cat, replace(cfg, pp=cand.pp - 1), w.context_tokens,
                                   gpu_memory_gib=inst.gpu_memory_gib_each).fits:
         return None  # fewer nodes already fit; more stages only add latency and cost
-    shape = WorkloadShape.from_spec(w)
-    gp = goodput_fn(cat, cfg, shape, w.slo.bound_ms("ttft", "p95"), w.slo.bound_ms("itl", "p95"), mode=demand.mode,
-                    targets=w.slo.targets())
+    if len(interactive_classes(w)) >= 2:  # each class on its own prompts and targets (sizing.planning.class_shapes)
+        gp = _classes_goodput(p, cfg, goodput_fn)
+    else:
+        gp = goodput_fn(cat, cfg, WorkloadShape.from_spec(w), w.slo.bound_ms("ttft", "p95"),
+                        w.slo.bound_ms("itl", "p95"), mode=demand.mode, targets=w.slo.targets())
     if not gp.feasible:
         reject(gp.reason_code or "misses-itl", gp.reason)
         return None
@@ -123,3 +126,17 @@ def evaluate(p: PlanningProblem, purchase: str, cand: Candidate, rejections: lis
                      price_source=f"{price.source} ({price.as_of})", replicas_for_demand=need, replicas=replicas,
                      instances=instances, usd_per_hour=instances * price.usd_per_hour,
                      goodput_scale=goodput_scale)
+
+
+def _classes_goodput(p: PlanningProblem, cfg: ReplicaConfig, goodput_fn: GoodputFn) -> Goodput:
+    """The goodput per replica of a mix of request classes: each interactive class alone on its own lengths
+    and targets; infeasible (with that class's reason) when one class cannot meet its targets on the
+    replica, else the classes' harmonic mix (sizing.planning.class_shapes.mix_goodput)."""
+    w = p.workload
+    parts = []
+    for c, f in zip(interactive_classes(w), class_weights(w), strict=True):
+        g = class_goodput(p.catalog, cfg, class_workload(w, c), p.demand.mode, goodput_fn)
+        if not g.feasible or g.requests_per_s <= 0:
+            return replace(g, feasible=False, reason=f"class {c.name}: {g.reason or 'no load meets its targets'}")
+        parts.append((g, f, float(c.output_tokens.mean)))
+    return mix_goodput(parts)

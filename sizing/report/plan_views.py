@@ -28,6 +28,19 @@ def _targets(plan: Plan) -> tuple[tuple[str, str, float], ...]:
     return plan.workload.slo.targets()
 
 
+def _pool_targets(plan: Plan, p: Pool) -> tuple[tuple[str, str, float], ...]:
+    """A pool's targets: its request class's own (a dedicated layout's class pool), else the stack's."""
+    own = next((c for c in plan.workload.classes or [] if c.name == p.request_class), None) if p.request_class else None
+    return own.slo.targets() if own is not None and not own.is_batch else _targets(plan)
+
+
+def _pool_cell(plan: Plan, p: Pool, m: str, q: str) -> str:
+    """Predicted / target for one (metric, percentile) column of the pool table; a class pool whose class
+    sets no such target shows its prediction against "–"."""
+    v = next((v for m2, q2, v in _pool_targets(plan, p) if (m2, q2) == (m, q)), None)
+    return f"{num(p.per_replica.percentile(m, q))} / {num(v) if v is not None else '–'}"
+
+
 def precision_label(precision: str, gpu: str) -> str:
     """The precision as it runs on this GPU: `fp8 (weight-only)` where the GPU has no FP8 tensor cores
     (Ampere runs FP8 weights through FP8 Marlin with 16-bit math: precisions.csv fallback_on_other_archs)."""
@@ -92,6 +105,9 @@ def cold_start_line(plan: Plan, p: Pool) -> str:
     """The cold start term by term and what it means for autoscaling: the planned spare capacity must
     absorb demand growth for that long, since a scale-up serves only after it."""
     cs = cold_start(p)
+    if plan.fleet is not None:  # replicas from a replay: its bursts, not one mean load, set the headroom
+        return (f"{p.name}: {cs.summary()}; autoscaling lead time: a scale-up serves after that, so the replayed "
+                "fleet (sized for the traffic's own bursts) must absorb growth until then")
     share = max(p.demand_share, 1e-9) * plan.totals.demand_output_tokens_per_s
     capacity = p.replicas_for_demand * p.per_replica.goodput_output_tokens_per_s
     spare = capacity / share - 1 if share > 0 else 0.0
@@ -118,7 +134,7 @@ def pool_rows(plan: Plan) -> list[list[str]]:
             f"{r.goodput_output_tokens_per_s:,.0f}" + (
                 f" ({r.goodput_output_tokens_per_s_p10:,.0f}–{r.goodput_output_tokens_per_s_p90:,.0f})"
                 if r.goodput_output_tokens_per_s_p10 > 0 else ""),
-            *(f"{num(r.percentile(m, q))} / {num(v)}" for m, q, v in _targets(plan)),
+            *(_pool_cell(plan, p, m, q) for m, q, _ in _targets(plan)),
             bound_label(r), money(p.usd_per_hour, 2),
         ])
     return rows
@@ -142,7 +158,8 @@ def pool_fields(plan: Plan, p: Pool) -> list[tuple[str, str]]:
         ("goodput", f"{num(r.goodput_output_tokens_per_s)} output tokens/s per replica at the SLO" + (
             f" (p10–p90 {num(r.goodput_output_tokens_per_s_p10)}–{num(r.goodput_output_tokens_per_s_p90)}, "
             "from the model's held-out error)" if r.goodput_output_tokens_per_s_p10 > 0 else "")),
-        *((f"{SLO_LABELS[m]} {q}", f"{num(r.percentile(m, q))} ms (SLO {num(v)} ms)") for m, q, v in _targets(plan)),
+        *((f"{SLO_LABELS[m]} {q}", f"{num(r.percentile(m, q))} ms (SLO {num(v)} ms)")
+          for m, q, v in _pool_targets(plan, p)),
         ("binds", r.binds or bound_label(r)),
         *([("batching", f"max_num_batched_tokens {p.vllm.max_num_batched_tokens:,}, max_num_seqs "
                         f"{p.vllm.max_num_seqs:,}: {r.batching.split(': ', 1)[-1]}")] if r.batching else []),

@@ -1,0 +1,97 @@
+"""Request classes in the planner's analytic pre-search and in a dedicated layout's pools.
+
+Defects (found on the bundled `classes` stack: chat 1,024 in with TTFT p95 ≤ 300 ms, rag 30,000 in with
+TTFT p95 ≤ 20 s, Llama-3.1-8B on H100):
+- the pre-search judged every candidate on the mix's longest prompt (rag's 30,000 tokens) against the
+  tightest target (chat's 300 ms), so one H100 (and TP2, TP4) was rejected with "prefill of a
+  30000-token prompt alone takes 1108 ms > 300 ms", a target no rag request has; the plan was 40 H100s
+  in TP8 replicas for an 8B model;
+- a dedicated layout's rag pool printed the mix's figures against chat's target ("TTFT p95 459 ms
+  (SLO 300 ms)").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sizing.spec import WorkloadSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CLASSES = {
+    "model": "meta-llama/Llama-3.1-8B-Instruct", "precision": "fp16",
+    "traffic": {"peak_requests_per_s": 30},
+    "classes": [
+        {"name": "chat", "prompt_tokens": 1024, "output_tokens": 256, "slo": {"ttft": {"p95": 300}}, "share": 0.8},
+        {"name": "rag", "prompt_tokens": 30000, "output_tokens": 300, "slo": {"ttft": {"p95": 20000}}, "share": 0.2},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def plan():  # type: ignore[no-untyped-def]
+    from sizing.planning.planner import plan_for
+
+    return plan_for(ROOT / "stacks" / "Pulumi.classes.yaml")
+
+
+def test_a_class_is_judged_on_its_own_prompts_and_targets(plan) -> None:  # type: ignore[no-untyped-def]
+    wrong = [r for r in plan.rejections if r.reason == "misses-ttft" and "30000-token" in r.detail
+             and "> 300 ms" in r.detail]
+    assert not wrong, [(r.instance_type, r.tensor_parallel, r.detail) for r in wrong]
+
+
+def test_the_classes_plan_is_not_tp8_for_an_8b_model(plan) -> None:  # type: ignore[no-untyped-def]
+    # one H100 prefills chat's 1,024 tokens in tens of ms and rag's 30,000 well within 20 s: the replay sizes
+    # the pools of single-GPU (or small-TP) replicas; TP8 was only chosen because of the mixed-up target
+    assert all(p.tensor_parallel < 8 for p in plan.pools), [(p.name, p.tensor_parallel) for p in plan.pools]
+    assert plan.totals.gpus < 40
+
+
+def test_a_dedicated_pool_shows_its_own_class(plan) -> None:  # type: ignore[no-untyped-def]
+    from sizing.report.plan_views import pool_fields
+
+    assert plan.fleet is not None and plan.fleet.layout == "dedicated"
+    for p in plan.pools:
+        assert p.request_class in ("chat", "rag")
+        target = 300.0 if p.request_class == "chat" else 20000.0
+        fields = dict(pool_fields(plan, p))
+        assert f"(SLO {target:,.0f} ms)" in fields["TTFT p95"], (p.request_class, fields["TTFT p95"])
+        assert p.per_replica.ttft_p95_ms <= target, (p.request_class, p.per_replica.ttft_p95_ms)
+
+
+def test_class_workload_is_the_class_alone() -> None:
+    from sizing.planning.class_shapes import class_workload
+
+    w = WorkloadSpec.model_validate(CLASSES)
+    rag = class_workload(w, w.request_classes[1])
+    assert not rag.classes and rag.prompt_tokens.mean == 30000 and rag.output_tokens.mean == 300
+    assert rag.slo.targets() == (("ttft", "p95", 20000.0),)
+    assert rag.traffic.peak_requests_per_s == pytest.approx(6.0)
+
+
+def test_the_mix_goodput_is_the_harmonic_mean_of_the_classes() -> None:
+    from sizing.perf.load import Goodput
+    from sizing.planning.class_shapes import mix_goodput
+
+    a = Goodput(True, 1000.0, 4.0, 10.0, None, "")  # 4 req/s of 250 tokens
+    b = Goodput(True, 300.0, 1.0, 5.0, None, "")  # 1 req/s of 300 tokens
+    g = mix_goodput([(a, 0.8, 250.0), (b, 0.2, 300.0)])
+    # a replica spends 0.8/4 + 0.2/1 = 0.4 s per request of the mix: 2.5 req/s
+    assert g.requests_per_s == pytest.approx(2.5)
+    assert g.output_tokens_per_s == pytest.approx(2.5 * (0.8 * 250 + 0.2 * 300))
+    assert g.feasible
+
+
+def test_a_closed_loop_class_with_only_a_ttft_target_keeps_the_mixes_rate() -> None:
+    from sizing.planning.class_shapes import class_workload
+
+    data = {**CLASSES, "traffic": {"concurrent_users": 100}}
+    data["classes"] = [dict(CLASSES["classes"][0]), {**CLASSES["classes"][1], "slo": {"itl": {"p95": 40}}}]
+    w = WorkloadSpec.model_validate(data)
+    chat = class_workload(w, w.request_classes[0])  # only a TTFT target: the mix's 1000/40 tokens/s per user
+    assert chat.traffic.concurrent_users == 80 and chat.tokens_per_s_per_user == pytest.approx(25.0)
+    rag = class_workload(w, w.request_classes[1])
+    assert rag.traffic.concurrent_users == 20 and rag.tokens_per_s_per_user == pytest.approx(25.0)
