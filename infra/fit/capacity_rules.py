@@ -74,8 +74,8 @@ def multi_node_nccl_sockets(fit: FitContext) -> Iterator[FitProblem]:
             continue
         yield FitProblem("multi-node-nccl-sockets", p.name,
                          f"each replica spans {p.nodes_per_replica} nodes on EFA but the {p.engine} image has no "
-                         f"aws-ofi-nccl, so NCCL would use TCP sockets at {p.inter_node_gbps:,.0f} Gbps per node: pin an "
-                         f"engine image that carries it in infra/data/versions.yaml and mark it yes in "
+                         f"aws-ofi-nccl, so NCCL would use TCP sockets at {p.inter_node_gbps:,.0f} Gbps per node: "
+                         "pin an engine image that carries it in infra/data/versions.yaml and mark it yes in "
                          "sizing/data/nccl_net_plugins.csv (its row says why the pinned one has none), or accept "
                          "sockets with llmcap:deployment.allow_nccl_sockets: true", SRC_NCCL_PLUGIN)
 
