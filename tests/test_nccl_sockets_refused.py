@@ -42,6 +42,11 @@ def test_a_pool_on_efa_without_the_plugin_is_refused_with_the_fix() -> None:
 def test_the_bundled_llama405b_accepts_sockets_explicitly() -> None:
     assert yaml.safe_load(STACK.read_text())["config"]["llmcap:deployment"]["allow_nccl_sockets"] is True
     assert _problems([]) == []
+    cat = load_catalog()
+    stack = load_stack(STACK)
+    rows = check_deployable(FitContext(stack=stack, plan=plan_stack(stack, cat), catalog=cat)).rows
+    (row,) = [r for r in rows if "NCCL between nodes" in r]
+    assert str(row["NCCL between nodes"]).endswith("accepted by llmcap:deployment.allow_nccl_sockets")
 
 
 def test_an_image_with_the_plugin_needs_no_opt_out(tmp_path: Path) -> None:

@@ -126,8 +126,11 @@ def _efa_rows(fit: FitContext) -> dict[str, dict[str, object]]:
             continue
         need = max(sum(int((c.get("resources") or {}).get("requests", {}).get(EFA_RESOURCE, 0))
                        for c in pod.get("containers", [])) for _, pod in v.pods)
+        transport = nccl_transport(v.pool)
+        if v.pool.inter_node_fabric == "efa-sockets" and fit.stack.deployment.allow_nccl_sockets:
+            transport += "; accepted by llmcap:deployment.allow_nccl_sockets"
         out[v.pool.name] = {"EFA req/node": f"{need}/{efa_allocatable(fit, v.pool)}",
-                            "NCCL between nodes": nccl_transport(v.pool)}
+                            "NCCL between nodes": transport}
     return out
 
 
