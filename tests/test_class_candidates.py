@@ -95,3 +95,20 @@ def test_a_closed_loop_class_with_only_a_ttft_target_keeps_the_mixes_rate() -> N
     assert chat.traffic.concurrent_users == 80 and chat.tokens_per_s_per_user == pytest.approx(25.0)
     rag = class_workload(w, w.request_classes[1])
     assert rag.traffic.concurrent_users == 20 and rag.tokens_per_s_per_user == pytest.approx(25.0)
+
+
+def test_compare_judges_each_class_on_its_own_targets() -> None:
+    import json
+
+    from sizing.analysis.compare import slo_figures
+    from sizing.plan import Plan
+
+    doc = json.loads((ROOT / "stacks" / "Pulumi.classes.plan.json").read_text(encoding="utf-8"))
+    plan = Plan.model_validate(doc["plan"])
+    figures, headroom = slo_figures(plan, plan.workload.slo)
+    # before: one "TTFT p95" figure, the slowest pool's (rag's long prompts) against chat's 300 ms (-4568%)
+    assert [f.split(":")[0] for f in figures] == ["chat", "rag"], figures
+    rag = next(c for c in plan.classes if c.name == "rag")
+    assert figures[1].startswith("rag: TTFT p95 ") and f"({1 - rag.ttft_ms.p95 / 20000:.0%})" in figures[1]
+    assert headroom == pytest.approx(min(1 - c.ttft_ms.p95 / c.targets[0].ms for c in plan.classes), abs=1e-4)
+    assert headroom > 0

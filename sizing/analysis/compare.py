@@ -23,6 +23,7 @@ from sizing.humanize import num
 
 if TYPE_CHECKING:
     from sizing.plan import Plan
+    from sizing.spec import Slo
 
 # ---------------------------------------------------------------- one plan per option
 
@@ -60,11 +61,33 @@ def _slo_figure(plan: Plan, metric: str, q: str, target_ms: float) -> str:
     return f"{SLO_LABELS[metric]} {q} {num(pred)} ms ({_headroom(pred, target_ms):.0%})"
 
 
+def slo_figures(plan: Plan, slo: Slo) -> tuple[list[str], float]:
+    """Each target's prediction and headroom, and the tightest headroom. A plan from replayed traffic
+    (request classes or a trace: `plan.fleet`) is judged per class on its own targets ("rag: TTFT p95
+    14,005 ms (30%)"; a p90 target against the class's p95, which is never below it), not one class's
+    figure against another's target; else the slowest pool's figure against the stack's targets."""
+    from sizing.spec import SLO_LABELS
+
+    if plan.fleet is not None and any(c.targets for c in plan.classes):
+        figs, heads = [], []
+        for c in plan.classes:
+            for t in c.targets:
+                pct = getattr(c, f"{t.metric}_ms")
+                pred = float(getattr(pct, "p95" if t.percentile == "p90" else t.percentile))
+                heads.append(_headroom(pred, t.ms))
+                figs.append(f"{c.name}: {SLO_LABELS[t.metric]} {t.percentile} {num(pred)} ms ({heads[-1]:.0%})")
+        return figs, min(heads)
+    return ([_slo_figure(plan, m, q, v) for m, q, v in slo.targets()],
+            min((_headroom(p.per_replica.percentile(m, q), v) for m, q, v in slo.targets() for p in plan.pools),
+                default=0.0))
+
+
 def summarize(option: Option, plan: Plan) -> OptionSummary:
     """One option's row: the Plan's figures every view shows, plus blast radius and cold start."""
     totals, slo = plan.totals, option.stack.workload.slo
     lead = plan.pools[0]
     capacity_after_node_loss = totals.capacity_output_tokens_per_s * (1 - blast_radius(plan))
+    figures, headroom = slo_figures(plan, slo)
     return OptionSummary(
         label=option.label, stack=option.stack.name, strategy=plan.strategy, model=plan.model,
         pools=[f"{p.instances_desired}× {p.instance_type} ({p.replicas} replicas of {p.gpu} "
@@ -75,8 +98,7 @@ def summarize(option: Option, plan: Plan) -> OptionSummary:
         usd_per_month=totals.usd_per_month, all_in_usd_per_month=totals.all_in_usd_per_month,
         usd_per_million_output_tokens=totals.usd_per_million_output_tokens,
         usd_per_million_output_tokens_at_capacity=totals.usd_per_million_output_tokens_at_capacity,
-        slo_figures=[_slo_figure(plan, m, q, v) for m, q, v in slo.targets()],
-        slo_headroom=min(_headroom(p.per_replica.percentile(m, q), v) for m, q, v in slo.targets() for p in plan.pools),
+        slo_figures=figures, slo_headroom=headroom,
         blast_radius=round(blast_radius(plan), 4),
         survives_node_loss=capacity_after_node_loss >= totals.demand_output_tokens_per_s - 1e-6,
         cold_start_s=cold_start_s(plan), utilization=totals.utilization,
