@@ -112,3 +112,24 @@ def test_compare_judges_each_class_on_its_own_targets() -> None:
     assert figures[1].startswith("rag: TTFT p95 ") and f"({1 - rag.ttft_ms.p95 / 20000:.0%})" in figures[1]
     assert headroom == pytest.approx(min(1 - c.ttft_ms.p95 / c.targets[0].ms for c in plan.classes), abs=1e-4)
     assert headroom > 0
+
+
+def test_a_user_level_of_a_ttft_only_rate_stack_gets_the_planned_per_user_rate() -> None:
+    # `llmcap report stacks/Pulumi.classes.yaml` stopped at its first user level: "with concurrent_users
+    # and only a TTFT target, give traffic.tokens_per_s_per_user"
+    import json
+
+    from sizing.analysis.capacity import cell_of, planned_tokens_per_s, users_set
+    from sizing.errors import SpecError
+    from sizing.plan import Plan
+
+    plan = Plan.model_validate(json.loads((ROOT / "stacks" / "Pulumi.classes.plan.json").read_text())["plan"])
+    tps = planned_tokens_per_s(plan)
+    assert tps is not None and tps > 0
+    assert json.loads(users_set(plan, 100).split("=", 1)[1]) == {"concurrent_users": 100, "tokens_per_s_per_user": tps}
+
+    def refuses(sets: list[str]) -> Plan:
+        raise SpecError("llmcap:workload: a level the stack cannot be asked at")
+
+    cell = cell_of("H100-SXM", 100, ["x"], refuses)  # one cell's bad level is that cell's reason, not the report's end
+    assert not cell.feasible and "cannot be asked" in (cell.reason or "")

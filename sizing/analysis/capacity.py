@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from sizing.errors import NoFeasiblePlanError
+from sizing.errors import NoFeasiblePlanError, SpecError
 
 if TYPE_CHECKING:
     from sizing.plan import Plan
@@ -85,14 +85,26 @@ def users_set(plan: Plan, users: int) -> str:
     if t.concurrent_users is not None:
         return f"workload.traffic.concurrent_users={users}"
     traffic: dict[str, float | int] = {"concurrent_users": users}
-    if t.tokens_per_s_per_user is not None:
-        traffic["tokens_per_s_per_user"] = t.tokens_per_s_per_user
+    tps = t.tokens_per_s_per_user or (None if plan.workload.tokens_per_s_per_user else planned_tokens_per_s(plan))
+    if tps is not None:
+        traffic["tokens_per_s_per_user"] = tps
     return "workload.traffic=" + json.dumps(traffic, separators=(",", ":"))
+
+
+def planned_tokens_per_s(plan: Plan) -> float | None:
+    """Output tokens/s one active request gets at the plan's own load (its pools' planned output over their
+    planned requests in flight): a user level needs a per-user rate, and a request-rate stack whose targets
+    are all TTFT implies none (sizing.spec WorkloadSpec._rate_known); None without a planned load."""
+    out = sum(p.per_replica.planned_output_tokens_per_s * p.replicas_for_demand for p in plan.pools)
+    conc = sum(p.per_replica.planned_concurrency * p.replicas_for_demand for p in plan.pools)
+    return round(out / conc, 3) if out > 0 and conc > 0 else None
 
 
 def cell_of(gpu: str, users: int, sets: list[str], plan_with: PlanWith) -> CapacityCell:
     try:
         p = plan_with(sets)
+    except SpecError as e:  # a level the stack cannot be asked at (its one line, as `llmcap plan` prints it)
+        return CapacityCell(gpu=gpu, concurrent_users=users, sets=sets, feasible=False, reason=str(e))
     except NoFeasiblePlanError as e:
         # the problems open with a heading line ending in ":", then one line per GPU type
         lines = [ln for ln in e.problems if not ln.endswith(":")] or e.problems

@@ -121,12 +121,25 @@ def requirements(d: DesignInputs) -> Section:
     return Section("requirements", "Requirements", list(blocks))
 
 
+def _per_user_rate_note(plan: Plan) -> str:
+    """Where a user level's per-user output rate comes from, when the stack's targets imply none."""
+    from sizing.analysis.capacity import planned_tokens_per_s
+
+    if plan.workload.traffic.tokens_per_s_per_user or plan.workload.tokens_per_s_per_user:
+        return ""
+    tps = planned_tokens_per_s(plan)
+    return (f" The stack's targets imply no output rate per user (TTFT only), so each user at a level gets what "
+            f"one active request gets at the stack's own planned load, {num(tps)} output tokens/s "
+            "(`tokens_per_s_per_user` in each cell's --set)." if tps else "")
+
+
 def capacity(d: DesignInputs) -> Section:
     blocks: list[Para | Table] = [Para(
         f"For each GPU type the catalog offers in {d.plan.region} and each user level, the cheapest plan "
         f"restricted to that GPU, with the stack's other settings. Each cell is `llmcap plan {d.stack_file} "
         "--set hardware.gpus=[GPU] --set workload.traffic.concurrent_users=N --format json`. $/month is GPU "
-        "instances (730 h); $/1M out is GPU cost per million output tokens at the planned load.")]
+        "instances (730 h); $/1M out is GPU cost per million output tokens at the planned load."
+        + _per_user_rate_note(d.plan))]
     levels = d.capacity.user_levels
     overview = [[g] + [f"{money(c.usd_per_month)} ({c.gpus:,} GPUs)" if c.feasible else "infeasible"
                        for c in (d.capacity.cell(g, n) for n in levels)] for g in d.capacity.gpus]
