@@ -133,3 +133,20 @@ def test_a_user_level_of_a_ttft_only_rate_stack_gets_the_planned_per_user_rate()
 
     cell = cell_of("H100-SXM", 100, ["x"], refuses)  # one cell's bad level is that cell's reason, not the report's end
     assert not cell.feasible and "cannot be asked" in (cell.reason or "")
+
+
+def test_classes_with_shares_of_concurrent_users_are_replayed() -> None:
+    # before: ValueError "classes with shares need the workload's traffic as peak_requests_per_s", a traceback
+    # from `llmcap plan` (and `llmcap report`, whose capacity table asks every stack at user levels)
+    from sizing.planning.class_shapes import class_requests_per_s
+    from sizing.planning.planner import plan_for
+
+    data = {**CLASSES, "traffic": {"concurrent_users": 50, "tokens_per_s_per_user": 30}}
+    w = WorkloadSpec.model_validate(data)
+    chat, rag = w.request_classes
+    assert class_requests_per_s(w, chat) == pytest.approx(40 * 30 / 256)  # 40 users, a 256-token reply each 8.5 s
+    assert class_requests_per_s(w, rag) == pytest.approx(10 * 30 / 300)
+    plan = plan_for(ROOT / "stacks" / "Pulumi.classes.yaml",
+                    ['workload.traffic={"concurrent_users":50,"tokens_per_s_per_user":30}'])
+    assert plan.fleet is not None and {c.name for c in plan.classes} == {"chat", "rag"}
+    assert all(c.slo_met for c in plan.classes)

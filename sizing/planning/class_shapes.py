@@ -106,3 +106,14 @@ def class_goodput(cat: Catalog, cfg: ReplicaConfig, wc: WorkloadSpec, mode: str,
     fn = goodput_fn or goodput
     return fn(cat, cfg, WorkloadShape.from_spec(wc), wc.slo.bound_ms("ttft", "p95"), wc.slo.bound_ms("itl", "p95"),
               mode=mode, targets=wc.slo.targets())
+
+
+def class_requests_per_s(w: WorkloadSpec, c: RequestClass) -> float:
+    """A class's arrival rate, requests/s: its own or its share of the stack's rate; in a closed loop, its
+    concurrent requests × the output rate each gets ÷ its mean output (a request lasts output ÷ rate
+    seconds, so each active user starts that many per second), the rate the replay's arrivals need."""
+    kind, load = class_load(w, c)
+    if kind == "rate":
+        return load
+    tps = class_workload(w, c).tokens_per_s_per_user or 0.0
+    return load * tps / max(float(c.output_tokens.mean), 1.0)

@@ -24,6 +24,7 @@ import numpy as np
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.sim import Arrivals, Lengths, simulate
 from sizing.planning.candidates import instances_for, replicas_with_spares
+from sizing.planning.class_shapes import class_requests_per_s
 from sizing.traffic.reader import Trace
 
 if TYPE_CHECKING:
@@ -79,19 +80,18 @@ def replica_config(model: ModelArch, ev: Evaluated, w: WorkloadSpec) -> ReplicaC
                          max_num_batched_tokens=t.max_num_batched_tokens if t else None))
 
 
-def synthesize(classes: list[RequestClass], top_rate: float | None, seed: int = 0) -> Trace:
-    """Poisson arrivals per interactive class at its rate (own, or its share of `top_rate`), merged."""
+def synthesize(classes: list[RequestClass], rates: list[float], seed: int = 0) -> Trace:
+    """Poisson arrivals per interactive class at its rate (requests/s, sizing.planning.class_shapes
+    class_requests_per_s: its own, its share of the stack's, or a closed loop's), merged."""
     rng = np.random.default_rng(seed)
-    rates = [float(c.traffic.peak_requests_per_s) if c.traffic and c.traffic.peak_requests_per_s
-             else float(c.share or 0.0) * float(top_rate or 0.0) for c in classes]
     total = sum(rates)
     if total <= 0:
-        raise ValueError("classes with shares need the workload's traffic as peak_requests_per_s")
+        raise ValueError("the classes' request rates add up to 0")
     span = SYNTH_REQUESTS / total
     parts = []
     for k, (c, r) in enumerate(zip(classes, rates, strict=True)):
         n = max(int(round(r * span)), 1)
-        t = np.cumsum(rng.exponential(1.0 / r, n))
+        t = np.cumsum(rng.exponential(1.0 / max(r, 1e-9), n))
         p = Lengths(c.prompt_tokens.mean, c.prompt_tokens.p95).sample(rng, n, 10_000_000)
         o = Lengths(c.output_tokens.mean, c.output_tokens.p95).sample(rng, n, 10_000_000)
         parts.append((t, p, o, np.full(n, k, dtype=np.int64)))
@@ -211,7 +211,7 @@ def size_fleet(problem: PlanningProblem, ev: Evaluated, trace: Trace | None, rou
         reqs: Trace | None = trace
     else:
         slo = {c.name: c.slo.targets() for c in inter}
-        reqs = synthesize(inter, w.traffic.peak_requests_per_s) if inter else None
+        reqs = synthesize(inter, [class_requests_per_s(w, c) for c in inter]) if inter else None
     out_classes: list[ClassOutcome] = []
     shared_n, layout, why, by_class = 0, "shared", "one class", {}
     best_res: ReplayResult | None = None
