@@ -70,10 +70,44 @@ def valid_config(rnd: random.Random) -> dict[str, Any]:
         hw["purchase"] = rnd.choice(["on-demand", "spot", "mixed"])
     if rnd.random() < 0.5:
         hw["redundancy"] = rnd.randint(0, 3)
+    if rnd.random() < 0.08:
+        w.update(_classes(rnd, "concurrent_users" in w["traffic"]))
+        for key in [k for k, v in w.items() if v is None]:  # derived from the classes
+            w.pop(key)
     cfg: dict[str, Any] = {"aws:region": "us-east-1", "llmcap:workload": w, "llmcap:hardware": hw}
     if rnd.random() < 0.1:
         cfg["llmcap:budget_usd_month"] = rnd.choice([100, 10_000, 1e6])
     return cfg
+
+
+def _classes(rnd: random.Random, closed: bool) -> dict[str, Any]:
+    """`classes` (2-3 request classes: shares of the stack's traffic, or a class's own rate, or a batch job,
+    each with its own lengths and targets, TTFT-only among them) and, half the time, no top-level
+    lengths or targets (then derived from the classes)."""
+    n = rnd.randint(2, 3)
+    shares = [rnd.randint(1, 9) for _ in range(n)]
+    out: list[dict[str, Any]] = []
+    for k in range(n):
+        c: dict[str, Any] = {"name": f"c{k}", "prompt_tokens": rnd.choice([64, 1024, rnd.randint(1, 30000)]),
+                             "output_tokens": rnd.randint(1, 1024),
+                             "slo": rnd.choice([{"ttft": {"p95": rnd.choice([300, 2000, 20000])}},
+                                                {"ttft": {"p95": 1000}, "itl": {"p95": rnd.choice([25, 60])}},
+                                                {"e2e": {"p99": 60000}}])}
+        c["share"] = round(shares[k] / sum(shares), 6)
+        out.append(c)
+    fix = round(1.0 - sum(c["share"] for c in out[:-1]), 6)  # the shares add up to exactly 1
+    out[-1]["share"] = fix
+    if not closed and rnd.random() < 0.3:  # every class its own rate instead
+        for c in out:
+            c.pop("share")
+            c["traffic"] = {"peak_requests_per_s": round(rnd.uniform(0.05, 20), 3)}
+    elif rnd.random() < 0.2:  # plus a batch job
+        out.append({"name": "batch", "prompt_tokens": 2000, "output_tokens": 300,
+                    "batch": {"requests": rnd.randint(1, 100_000), "deadline_hours": rnd.choice([1, 8, 24])}})
+    extra: dict[str, Any] = {"classes": out}
+    if rnd.random() < 0.5:
+        extra.update({"prompt_tokens": None, "output_tokens": None, "slo": None})
+    return extra
 
 
 def _paths(d: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -281,7 +281,9 @@ def _class_per_replica(cat: Catalog, model: ModelArch, stack: Stack, part: MixPa
     wc = class_workload(stack.workload, c)
     dem = demand_of(wc)
     ev = part.ev
-    g = class_goodput(cat, _cfg(model, ev, stack), wc, dem.mode)
+    from sizing.perf.goodput import goodput
+
+    g = class_goodput(cat, _cfg(model, ev, stack), wc, dem.mode, goodput)
     one = MixPart(replace(ev, gp=g), part.instances, replicas, 1.0)
     return _priced_pool(cat, model, replace(stack, workload=wc), dem, one, stack.hardware.purchase, replicas, red,
                         [], suffix).per_replica

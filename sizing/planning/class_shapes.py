@@ -97,15 +97,13 @@ def mix_goodput(parts: list[tuple[Goodput, float, float]]) -> Goodput:
 
 
 def class_goodput(cat: Catalog, cfg: ReplicaConfig, wc: WorkloadSpec, mode: str,
-                  goodput_fn: Callable[..., Goodput] | None = None) -> Goodput:
+                  goodput_fn: Callable[..., Goodput]) -> Goodput:
     """One class's goodput per replica alone (`wc`: its class_workload), at its own targets; `goodput_fn`:
-    sizing.perf.goodput.goodput or a memoised wrapper of it."""
-    from sizing.perf.goodput import goodput
+    sizing.perf.goodput.goodput or a memoised wrapper of it (handed in: the import chain stays flat)."""
     from sizing.perf.load import WorkloadShape
 
-    fn = goodput_fn or goodput
-    return fn(cat, cfg, WorkloadShape.from_spec(wc), wc.slo.bound_ms("ttft", "p95"), wc.slo.bound_ms("itl", "p95"),
-              mode=mode, targets=wc.slo.targets())
+    return goodput_fn(cat, cfg, WorkloadShape.from_spec(wc), wc.slo.bound_ms("ttft", "p95"),
+                      wc.slo.bound_ms("itl", "p95"), mode=mode, targets=wc.slo.targets())
 
 
 def class_requests_per_s(w: WorkloadSpec, c: RequestClass) -> float:
