@@ -95,6 +95,11 @@ class DeploymentOptions(BaseModel):
         description="deploy images by tag where the image lock (stacks/images.lock.json, written by "
                     "`llmcap images lock STACK`) has no digest for them; render and the plan's fit table say "
                     "which. Without it, render and pulumi up stop until the lock exists")
+    allow_nccl_sockets: bool = Field(
+        default=False,
+        description="deploy a multi-node pool on EFA although its engine image has no aws-ofi-nccl (sizing/data/"
+                    "nccl_net_plugins.csv), so NCCL runs over TCP sockets on one network card; the plan prices and "
+                    "sizes it at that bandwidth. Without it the fit check refuses such a pool")
     public_endpoint: bool = Field(default=False, description="expose the router on an internet-facing NLB")
     tls_certificate_arn: str | None = Field(
         default=None, description="ACM certificate: TLS on the endpoint's NLB (443), internal or public; "

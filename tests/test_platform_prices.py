@@ -127,7 +127,7 @@ def test_bundled_data_prices_the_every_region_lines_and_eu_west_1_nat() -> None:
     assert ipv4.usd_per_month == pytest.approx(0.005 * 730 * ipv4.quantity, abs=0.01)
     # what the bundled data cannot price in eu-west-1 is shown unpriced, and the warning names the command
     # that really fetches it
-    assert _line(plan, "Node root volumes").usd_per_month is None
+    assert _line(plan, "Weights storage (S3").usd_per_month is None
     assert any("catalog refresh --region eu-west-1 --platform" in w for w in plan.warnings)
     assert plan.totals.platform_usd_per_month > 0
 

@@ -13,6 +13,10 @@ request vpc.amazonaws.com/efa, so Karpenter attaches the interfaces; its EC2Node
 `efa-unallocatable`: a serving pod requests no more vpc.amazonaws.com/efa than its node advertises.
 The other rules (allocatable, GPUs per node, storage) read the plan's pool and apply to both provisioners.
 
+`multi-node-nccl-sockets`: a multi-node pool on EFA whose engine image has no aws-ofi-nccl (the plan's fabric
+"efa-sockets", sizing/data/nccl_net_plugins.csv) would run NCCL over TCP sockets on one network card: refused,
+naming the fix, unless the stack accepts it with `llmcap:deployment.allow_nccl_sockets: true`.
+
 `reservation-type-mismatch`: a pool on a reservation must be the reservation's instance type (the
 planner places it so; a hand-edited saved plan could break it).
 """
@@ -55,6 +59,25 @@ def multi_node_without_efa(fit: FitContext) -> Iterator[FitProblem]:
                          f"each replica spans {p.nodes_per_replica} nodes but {why}: NCCL would fall back to TCP "
                          "sockets between nodes; allow an instance type with EFA (llmcap:hardware.instance_types) "
                          "or a precision whose replica fits one node", SRC_EFA)
+
+
+SRC_NCCL_PLUGIN = ("aws-ofi-nccl README: without the libfabric NCCL net plugin NCCL uses its socket transport; "
+                   "sizing/data/nccl_net_plugins.csv says which pinned engine images carry it, and why not")
+
+
+@fit_rule("multi-node-nccl-sockets")
+def multi_node_nccl_sockets(fit: FitContext) -> Iterator[FitProblem]:
+    if fit.stack.deployment.allow_nccl_sockets:
+        return
+    for p in fit.plan.pools:
+        if p.nodes_per_replica <= 1 or p.inter_node_fabric != "efa-sockets" or not pool_uses_efa(p):
+            continue
+        yield FitProblem("multi-node-nccl-sockets", p.name,
+                         f"each replica spans {p.nodes_per_replica} nodes on EFA but the {p.engine} image has no "
+                         f"aws-ofi-nccl, so NCCL would use TCP sockets at {p.inter_node_gbps:,.0f} Gbps per node: "
+                         "pin an engine image that carries it in infra/data/versions.yaml and mark it yes in "
+                         "sizing/data/nccl_net_plugins.csv (its row says why the pinned one has none), or accept "
+                         "sockets with llmcap:deployment.allow_nccl_sockets: true", SRC_NCCL_PLUGIN)
 
 
 SRC_EFA_ALLOCATABLE = ("the kubelet schedules a pod only onto a node whose allocatable covers each extended resource "
@@ -103,8 +126,11 @@ def _efa_rows(fit: FitContext) -> dict[str, dict[str, object]]:
             continue
         need = max(sum(int((c.get("resources") or {}).get("requests", {}).get(EFA_RESOURCE, 0))
                        for c in pod.get("containers", [])) for _, pod in v.pods)
+        transport = nccl_transport(v.pool)
+        if v.pool.inter_node_fabric == "efa-sockets" and fit.stack.deployment.allow_nccl_sockets:
+            transport += "; accepted by llmcap:deployment.allow_nccl_sockets"
         out[v.pool.name] = {"EFA req/node": f"{need}/{efa_allocatable(fit, v.pool)}",
-                            "NCCL between nodes": nccl_transport(v.pool)}
+                            "NCCL between nodes": transport}
     return out
 
 

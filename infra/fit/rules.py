@@ -30,6 +30,7 @@ from infra.config.az_choice import (
 from infra.config.names import NAMESPACE, SERVING_SERVICE_ACCOUNT, served_checkpoints, weights_prefix
 from infra.config.platform import load_platform
 from infra.fit.check import FitContext, FitProblem, fit_row, fit_rule
+from infra.kubernetes import efa_plugin
 from infra.kubernetes.k8s_common import cache_size_limit
 from infra.kubernetes.serving import (
     ServingContext,
@@ -106,7 +107,9 @@ def pool_views(fit: FitContext) -> list[PoolView]:
         if inst is None:
             raise ValueError(f"pool {pool.name}: instance type {pool.instance_type} is not in the catalog")
         views.append(PoolView(
-            pool=pool, node=node_allocatable(fit.catalog, inst),
+            # the EFA device plugin's DaemonSet runs on every node of the types it selects (efa_plugin.py)
+            pool=pool, node=node_allocatable(fit.catalog, inst,
+                                             efa=pool.instance_type in efa_plugin.plugin_instance_types(fit.plan)),
             mode=ctx.weights_mode,
             on_nvme=ephemeral_on_nvme(pool.local_nvme_gb, fit.stack.deployment.model_cache_on_instance_store),
             workload=w, pods=pods,

@@ -20,6 +20,7 @@ from infra.config import settings
 from infra.config.efa_cards import pool_uses_efa
 from infra.config.names import GPU_TAINT_KEY, ROLE_LABEL
 from sizing.errors import SpecError
+from sizing.planning.allocatable import daemonset_request
 
 if TYPE_CHECKING:
     from sizing.plan import Plan
@@ -27,8 +28,14 @@ if TYPE_CHECKING:
 KEY = "aws_efa_device_plugin"
 REGISTRIES = Path(__file__).parent.parent / "data" / "eks_addon_registries.csv"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # the chart's supportedInstanceLabels.keys default
-# the chart's default requests (values.yaml resources.requests), set explicitly so the rendered values say them
-REQUESTS = {"cpu": "10m", "memory": "20Mi"}
+DAEMONSET = "aws-efa-k8s-device-plugin"  # its row in sizing/data/node_daemonsets.csv
+
+
+def requests() -> dict[str, str]:
+    """The DaemonSet's requests: its node_daemonsets.csv row (the chart's values.yaml resources.requests), set
+    explicitly so the rendered values and the node model (sizing/planning/allocatable.py) are the same figures."""
+    d = daemonset_request(DAEMONSET)
+    return {"cpu": f"{d.cpu_millicores}m", "memory": f"{d.memory_mib}Mi"}
 
 
 @functools.cache
@@ -61,5 +68,5 @@ def device_plugin_values(region: str, instance_types: list[str]) -> dict[str, An
         "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": list(instance_types)},
         "nodeSelector": {ROLE_LABEL: "gpu"},
         "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-        "resources": {"requests": dict(REQUESTS)},
+        "resources": {"requests": requests()},
     }

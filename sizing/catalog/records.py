@@ -306,6 +306,7 @@ class DaemonSetRequest:
     set_by: str
     source: str
     on_gpu_nodes: bool = True
+    only_on_efa_nodes: bool = False  # runs only on GPU nodes on EFA (the EFA device plugin)
 
 
 @dataclass(frozen=True)
@@ -380,7 +381,8 @@ def system_pod_from_row(r: dict[str, str]) -> SystemPod:
 
 def daemonset_from_row(r: dict[str, str]) -> DaemonSetRequest:
     return DaemonSetRequest(r["daemonset"], r["namespace"], int(r["cpu_millicores"]), int(r["memory_mib"]),
-                            r["set_by"], r["source"], flag(r["on_gpu_nodes"]))
+                            r["set_by"], r["source"], flag(r["on_gpu_nodes"]),
+                            flag(r.get("only_on_efa_nodes", "")))
 
 
 def parse_layers(v: str) -> tuple[int, ...]:

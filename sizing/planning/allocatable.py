@@ -49,9 +49,11 @@ def allocatable_terms(catalog: Catalog) -> dict[str, float]:
     return catalog.allocatable_terms
 
 
-def gpu_node_daemonsets(catalog: Catalog) -> tuple[DaemonSetRequest, ...]:
-    """The DaemonSets that run on every GPU node, with their requests (node_daemonsets.csv)."""
-    return tuple(d for d in catalog.node_daemonsets if d.on_gpu_nodes)
+def gpu_node_daemonsets(catalog: Catalog, efa: bool = False) -> tuple[DaemonSetRequest, ...]:
+    """The DaemonSets that run on a GPU node, with their requests (node_daemonsets.csv): those on every GPU node,
+    and with `efa` (a node of a pool on EFA, where llmcap installs the EFA device plugin) those marked
+    `only_on_efa_nodes` too."""
+    return tuple(d for d in catalog.node_daemonsets if d.on_gpu_nodes and (efa or not d.only_on_efa_nodes))
 
 
 def daemonset_request(name: str, catalog: Catalog | None = None) -> DaemonSetRequest:
@@ -118,7 +120,8 @@ class NodeAllocatable:
     for_pods_memory_mib: int
 
 
-def node_allocatable(catalog: Catalog, instance: Instance) -> NodeAllocatable:
+def node_allocatable(catalog: Catalog, instance: Instance, efa: bool = False) -> NodeAllocatable:
+    """One GPU node's allocatable model; `efa`: the node runs the EFA-only DaemonSets (gpu_node_daemonsets)."""
     t = allocatable_terms(catalog)
     pods = max_pods(catalog, instance.vcpus)
     mem = int(instance.memory_gib * 1024)
@@ -129,7 +132,7 @@ def node_allocatable(catalog: Catalog, instance: Instance) -> NodeAllocatable:
     evict = int(t["eviction_hard_memory_mib"])
     alloc_cpu = cap_cpu - kr_cpu
     alloc_mem = cap_mem - kr_mem - evict
-    ds = gpu_node_daemonsets(catalog)
+    ds = gpu_node_daemonsets(catalog, efa)
     ds_cpu = sum(d.cpu_millicores for d in ds)
     ds_mem = sum(d.memory_mib for d in ds) + int(t["unrequested_daemonset_memory_mib"])
     reserve_cpu = math.ceil(cap_cpu * t["later_daemonsets_cpu_fraction"])
@@ -148,11 +151,12 @@ CPU_STEP_MILLICORES = 100
 MEMORY_STEP_MIB = 256
 
 
-def per_replica_requests(catalog: Catalog, instance: Instance, replicas_per_node: int) -> tuple[int, int]:
+def per_replica_requests(catalog: Catalog, instance: Instance, replicas_per_node: int,
+                         efa: bool = False) -> tuple[int, int]:
     """(CPU millicores, memory MiB) one serving pod requests: the node's `for_pods` split between its
     replicas, rounded down to 100m / 256Mi so every pod fits. 0 when nothing is left (the plan is then
     refused by the deployability check, never silently floored)."""
-    node = node_allocatable(catalog, instance)
+    node = node_allocatable(catalog, instance, efa)
     n = max(replicas_per_node, 1)
     cpu = node.for_pods_cpu_millicores // n // CPU_STEP_MILLICORES * CPU_STEP_MILLICORES
     mem = node.for_pods_memory_mib // n // MEMORY_STEP_MIB * MEMORY_STEP_MIB

@@ -100,8 +100,10 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     mode = weights_mode(pods, cache_fits_nvme(inst.local_nvme_gb, cache_gib, instance_store, cat))
     load_s = ckpt_gib / c.pp * GIB / 1e9 / cat.number("weights_load_gbs_s3") * (pods if mode == "stream" else 1)
     # a node's allocatable (nodeadm kube-reserved, eviction, VM overhead) less its DaemonSets, split
-    # between the replicas on it (sizing/planning/allocatable.py)
-    requests = per_replica_requests(cat, inst, c.replicas_per_instance if c.pp == 1 else 1)
+    # between the replicas on it (sizing/planning/allocatable.py); a multi-node replica on EFA also hosts the
+    # EFA device plugin (node_daemonsets.csv only_on_efa_nodes; infra/kubernetes/efa_plugin.py installs it there)
+    on_efa = c.pp > 1 and c.fabric is not None and c.fabric.name.startswith("efa")
+    requests = per_replica_requests(cat, inst, c.replicas_per_instance if c.pp == 1 else 1, efa=on_efa)
     tuned = ev.tuning
     bound_code = (tuned.bound_code if tuned and tuned.bound_code else bind.code)
     regime = bind.text.rsplit("; ", 1)[-1]
