@@ -103,3 +103,18 @@ def test_eu_west_1_system_nodes_are_priced_and_the_total_adds_them() -> None:
     assert sysn.usd_per_month == pytest.approx(0.214 * 730 * sysn.quantity, abs=0.01)
     assert plan.totals.platform_usd_per_month == pytest.approx(
         sum(c.usd_per_month for c in _platform(plan) if c.usd_per_month is not None), abs=0.05)
+
+
+@pytest.mark.parametrize("region,s3", [("sa-east-1", 0.0405), ("eu-west-1", 0.023)])
+def test_s3_standard_is_the_regions_own_rate(region: str, s3: float) -> None:
+    p = CAT.platform_price("S3 Standard storage, first 50 TB/month", region)
+    assert p is not None and p.region == region and p.usd == s3 and p.source and p.as_of
+    plan = _plan(region)
+    s3_line = _line(plan, "Weights storage (S3 Standard)")
+    assert s3_line.usd_per_month == pytest.approx(s3 * s3_line.quantity, abs=0.01)
+
+
+def test_eu_west_1_prices_every_platform_line() -> None:
+    plan = _plan("eu-west-1")
+    assert [c.name for c in _platform(plan) if c.usd_per_month is None] == []
+    assert not any("not priced" in w for w in plan.warnings)
