@@ -17,14 +17,16 @@ REFERENCE = next((d / "shared" / "reference" for d in (ROOT.parent, ROOT.parent.
 
 
 def _build_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_bundled_catalog", ROOT / "scripts" / "build_bundled_catalog.py")
+    spec = importlib.util.spec_from_file_location("build_bundled_catalog",
+                                                  ROOT / "scripts" / "build_bundled_catalog.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-@pytest.mark.skipif(REFERENCE is None, reason="../shared/reference is not here (a clone alone): nothing to rebuild from")
+@pytest.mark.skipif(REFERENCE is None,
+                    reason="../shared/reference is not here (a clone alone): nothing to rebuild from")
 def test_the_build_reproduces_every_committed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     mod = _build_module()
