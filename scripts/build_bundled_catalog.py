@@ -17,11 +17,11 @@ import gzip
 import json
 import re
 import sys
-from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "sizing" / "data"
+INFRA_DATA = ROOT / "infra" / "data"
 GPU_NAME_FIXES = {"H100": "H100-SXM"}  # the p5 reference rows say "H100"; p5 carries the SXM part
 
 
@@ -134,8 +134,28 @@ def build_instances_and_prices(ref: Path) -> list[str]:
     return [r["instance_type"] for r in rows]
 
 
+# The date of each moto release whose offering files the bundled catalog copies: offerings.csv's `as_of` is the
+# date of the data, a fact of the release, never the day the build ran (date.today() there made every rebuild
+# rewrite all 2,074 rows). moto 5.2.5: the PyPI wheel moto-5.2.5-py3-none-any.whl, whose zip entries
+# (moto/ec2/resources/instance_type_offerings/..., moto-5.2.5.dist-info/METADATA) are dated 2026-10-27 22:45;
+# read with `pip download moto==5.2.5 --no-deps` on 2026-12-03.
+MOTO_RELEASE_DATES = {"5.2.5": "2026-10-27"}
+
+
+def moto_data_date(version: str) -> str:
+    """The release date (YYYY-MM-DD) of moto `version`'s offering data; an unknown release stops the build
+    in one line naming the fix."""
+    if version not in MOTO_RELEASE_DATES:
+        raise SystemExit(f"moto {version} is installed but MOTO_RELEASE_DATES in scripts/build_bundled_catalog.py "
+                         f"knows only {', '.join(sorted(MOTO_RELEASE_DATES))}: install one of those "
+                         "(pip install moto==VERSION) or add this release with its PyPI date")
+    return MOTO_RELEASE_DATES[version]
+
+
 def build_offerings(types: list[str]) -> None:
     import moto  # dev dependency; only this offline script reads its data
+
+    as_of = moto_data_date(moto.__version__)
 
     base = Path(moto.__file__).parent / "ec2" / "resources" / "instance_type_offerings" / "availability-zone-id"
     wanted = set(types)
@@ -150,7 +170,7 @@ def build_offerings(types: list[str]) -> None:
                 rows.append({
                     "instance_type": o["InstanceType"], "region": region, "availability_zone_id": o["Location"],
                     "source": src,
-                    "as_of": date.today().isoformat(),
+                    "as_of": as_of,
                 })
     rows.sort(key=lambda r: (r["instance_type"], r["region"], r["availability_zone_id"]))
     _write("offerings.csv", ["instance_type", "region", "availability_zone_id", "source", "as_of"], rows)
@@ -175,7 +195,7 @@ def build_efa_network_cards(types: list[str]) -> None:
                                    "(DescribeInstanceTypes NetworkInfo.MaximumNetworkCards, "
                                    "EfaInfo.MaximumEfaInterfaces)",
                          "as_of": f"moto {moto.__version__} (PyPI 2026-10)"})
-    out = ROOT / "infra" / "data" / "efa_network_cards.csv"
+    out = INFRA_DATA / "efa_network_cards.csv"
     with out.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["instance_type", "network_cards", "max_efa_interfaces", "source", "as_of"],
                            lineterminator="\n")
@@ -209,8 +229,14 @@ def build_platform_prices(ref: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
+    # the project's shared material beside the checkout (../shared), or beside its worktrees folder (../../shared)
+    default = next((d / "shared" / "reference" for d in (ROOT.parent, ROOT.parent.parent)
+                    if (d / "shared" / "reference").is_dir()), ROOT.parent / "shared" / "reference")
+    ap.add_argument("--reference", type=Path, default=default)
     args = ap.parse_args(argv)
+    if not (args.reference / "aws_gpu_instances.csv").is_file():
+        raise SystemExit(f"--reference {args.reference}: no aws_gpu_instances.csv there; pass the folder that holds "
+                         "the project's reference CSVs (../shared/reference)")
     DATA.mkdir(parents=True, exist_ok=True)
     build_gpus(args.reference)
     types = build_instances_and_prices(args.reference)

@@ -125,11 +125,13 @@ def test_bundled_data_prices_the_every_region_lines_and_eu_west_1_nat() -> None:
     assert nat.quantity >= 1 and nat.usd_per_month == pytest.approx(0.048 * 730 * nat.quantity, abs=0.01)
     ipv4 = _line(plan, "Public IPv4")
     assert ipv4.usd_per_month == pytest.approx(0.005 * 730 * ipv4.quantity, abs=0.01)
-    # what the bundled data cannot price in eu-west-1 is shown unpriced, and the warning names the command
-    # that really fetches it
-    assert _line(plan, "Weights storage (S3").usd_per_month is None
-    assert any("catalog refresh --region eu-west-1 --platform" in w for w in plan.warnings)
+    assert _line(plan, "Weights storage (S3").usd_per_month is not None  # eu-west-1's own S3 row (cap5)
     assert plan.totals.platform_usd_per_month > 0
+    # what the bundled data cannot price (sa-east-1 has no m6i row) is shown unpriced, and the warning names
+    # the command that really fetches it
+    sa = _plan("sa-east-1")
+    assert _line(sa, "System nodes").usd_per_month is None
+    assert any("catalog refresh --region sa-east-1 --platform" in w for w in sa.warnings)
 
 
 def test_refresh_platform_prices_every_line_in_eu_west_1(refreshed: Path) -> None:

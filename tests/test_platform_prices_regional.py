@@ -75,3 +75,46 @@ def test_unpriced_lines_are_named_and_the_total_reconciles(region: str) -> None:
         assert not any("not priced" in w for w in plan.warnings)
     assert plan.totals.platform_usd_per_month == pytest.approx(
         sum(c.usd_per_month for c in lines if c.usd_per_month is not None), abs=0.05)
+
+
+# skypilot-org/skypilot-catalog@27f67dd4 catalogs/v7/aws/vms.csv, `Price` (on-demand Linux USD/h) of m6i.large and
+# m6i.xlarge: the system-node types priced in the 22 commercial regions that catalog lists them in.
+SKYPILOT_M6I = {"af-south-1": (0.127, 0.254), "ap-east-1": (0.132, 0.264), "ap-northeast-1": (0.124, 0.248),
+                "ap-northeast-2": (0.118, 0.236), "ap-northeast-3": (0.124, 0.248), "ap-south-1": (0.101, 0.202),
+                "ap-southeast-1": (0.12, 0.24), "ap-southeast-2": (0.12, 0.24), "ap-southeast-3": (0.12, 0.24),
+                "ca-central-1": (0.107, 0.214), "eu-central-1": (0.115, 0.23), "eu-north-1": (0.102, 0.204),
+                "eu-south-1": (0.112, 0.224), "eu-west-1": (0.107, 0.214), "eu-west-2": (0.111, 0.222),
+                "eu-west-3": (0.112, 0.224), "me-central-1": (0.1177, 0.2354), "me-south-1": (0.132, 0.264),
+                "us-east-1": (0.096, 0.192), "us-east-2": (0.096, 0.192), "us-west-1": (0.112, 0.224),
+                "us-west-2": (0.096, 0.192)}
+
+
+@pytest.mark.parametrize("region", sorted(SKYPILOT_M6I))
+def test_system_node_types_are_priced_from_the_regions_own_row(region: str) -> None:
+    large, xlarge = SKYPILOT_M6I[region]
+    assert (cpu_price(CAT, "m6i.large", region), cpu_price(CAT, "m6i.xlarge", region)) == (large, xlarge)
+    c = CAT.cpu_instances[("m6i.xlarge", region, "on-demand")]
+    assert c.source and c.as_of and (region == "us-east-1" or "skypilot-org/skypilot-catalog@27f67dd4" in c.source)
+
+
+def test_eu_west_1_system_nodes_are_priced_and_the_total_adds_them() -> None:
+    plan = _plan("eu-west-1")
+    sysn = _line(plan, "System nodes")
+    assert sysn.usd_per_month == pytest.approx(0.214 * 730 * sysn.quantity, abs=0.01)
+    assert plan.totals.platform_usd_per_month == pytest.approx(
+        sum(c.usd_per_month for c in _platform(plan) if c.usd_per_month is not None), abs=0.05)
+
+
+@pytest.mark.parametrize("region,s3", [("sa-east-1", 0.0405), ("eu-west-1", 0.023)])
+def test_s3_standard_is_the_regions_own_rate(region: str, s3: float) -> None:
+    p = CAT.platform_price("S3 Standard storage, first 50 TB/month", region)
+    assert p is not None and p.region == region and p.usd == s3 and p.source and p.as_of
+    plan = _plan(region)
+    s3_line = _line(plan, "Weights storage (S3 Standard)")
+    assert s3_line.usd_per_month == pytest.approx(s3 * s3_line.quantity, abs=0.01)
+
+
+def test_eu_west_1_prices_every_platform_line() -> None:
+    plan = _plan("eu-west-1")
+    assert [c.name for c in _platform(plan) if c.usd_per_month is None] == []
+    assert not any("not priced" in w for w in plan.warnings)

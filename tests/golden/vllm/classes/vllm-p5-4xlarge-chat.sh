@@ -1,15 +1,15 @@
-# Deployment vllm-p5-48xlarge-chat, container vllm
+# Deployment vllm-p5-4xlarge-chat, container vllm
 vllm serve \
     /models/model \
     --host 0.0.0.0 \
     --port 8000 \
     --served-model-name llama-3.1-8b-instruct-chat \
     llama-3.1-8b-instruct \
-    --tensor-parallel-size 8 \
+    --tensor-parallel-size 1 \
     --pipeline-parallel-size 1 \
     --max-model-len 131072 \
-    --max-num-seqs 147 \
-    --max-num-batched-tokens 16384 \
+    --max-num-seqs 64 \
+    --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
