@@ -70,3 +70,25 @@ def test_only_the_sampled_positions_multiply_the_lm_head() -> None:
     lm_head = 2.0 * m.vocab_size * m.hidden_size * 512 / sm.dense_flops_per_s
     assert abs((decode - prefill) - lm_head) < 1e-9 * decode + 1e-12
     assert prefill < decode
+
+
+def test_early_vllm_deepseek_decode_pays_for_its_kernel_count() -> None:
+    # dstack's DeepSeek-R1 on 8xH200 with the vLLM 0.7.4 nightly (FlashMLA) decodes 4 users at 25.7 ms a token
+    # (dsr1h200 TPOT); the weights, all-reduces and CPU alone give ~12 ms. vLLM 0.7.x runs ~53 kernels per
+    # layer there (torch grouped_topk, 2-kernel block-FP8 linears; engine_kernels.csv counts them in its code)
+    from sizing.perf.load import WorkloadShape, estimate_closed_loop
+    from sizing.perf.replica import ReplicaConfig
+
+    ds = CAT.model("deepseek-r1")
+    assert CAT.engine_kernels_per_layer("vllm", (0, 7), ds) == 53
+    assert CAT.engine_kernels_per_layer("vllm", (0, 11), ds) == 0  # V1's fused routing and MLA: not a term
+    assert CAT.engine_kernels_per_layer("vllm", None, ds) == 0  # llmcap's own pinned engine
+    assert CAT.engine_kernels_per_layer("vllm", (0, 7), CAT.model("llama-3.1-8b-instruct")) == 0
+    old = ReplicaConfig(ds, "H200", "fp8", tp=8, engine="vllm", engine_version=(0, 7))
+    new = ReplicaConfig(ds, "H200", "fp8", tp=8, engine="vllm", engine_version=(0, 11))
+    shape = WorkloadShape(3200, 800)
+    tpot_old = estimate_closed_loop(CAT, old, shape, 4, synchronized=True).itl_ms
+    tpot_new = estimate_closed_loop(CAT, new, shape, 4, synchronized=True).itl_ms
+    floor_ms = 53 * ds.num_layers * CAL.v("graph_kernel_us") / 1000
+    assert abs(tpot_old - tpot_new - floor_ms) < 0.05 * floor_ms
+    assert tpot_old > 1.5 * tpot_new  # was equal: no kernel term

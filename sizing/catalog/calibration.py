@@ -116,6 +116,10 @@ PARAMS: dict[str, ParamSpec] = {
                                                  "step_overhead_ms.tgi (both are per-step CPU time); fitting it "
                                                  "with that one held instead gave 14.8 / 18.0 / 24.4 % held out "
                                                  "(2026-12-01, prior 60)"),
+    "graph_kernel_us": ParamSpec(5.0, 1.0, 10.0, "µs per kernel per step",
+                                 "GPU time of one small kernel of a decode step (its launch gap inside a CUDA graph "
+                                 "plus its shortest run), charged per kernel where sizing/data/engine_kernels.csv "
+                                 "counts an engine version's kernels per layer (prior ASSUMED: a few µs)"),
     "roofline_sharpness": ParamSpec(1.0, 1.0, 12.0, "a in (mem^a + compute^a)^(1/a)",
                                     "how well memory traffic and math overlap inside a step",
                                     fixed="every fit ended on the lower bound 1 (prior 3): within one step the "
