@@ -281,7 +281,7 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
                                 kv_cache_dtype=kv, engine=engine,
                                 # sizing/data/engine_kernels.csv: kernel counts of early engine versions
-                                engine_version=_version(r["engine_version"]) if _version(r["engine_version"]) != (0, 0) else None,
+                                engine_version=ver if (ver := _version(r["engine_version"])) != (0, 0) else None,
                                 **limits)  # type: ignore[arg-type]
             isl = float(r["isl"]) if r["isl"] else float(share["prompt"])
             osl = float(r["osl"]) if r["osl"] else float(share["output"])
