@@ -95,3 +95,18 @@ def test_early_vllm_deepseek_decode_pays_for_its_kernel_count() -> None:
     floor_ms = 65 * ds.num_layers * CAL.v("graph_kernel_us") / 1000
     assert abs(tpot_old - tpot_new - floor_ms) < 0.05 * floor_ms
     assert tpot_old > 1.5 * tpot_new  # was equal: no kernel term
+
+
+def test_shared_constants_stay_within_the_kernel_and_library_tables() -> None:
+    # held-out fits used to push these to their old bounds to slow dstack's DeepSeek rows down (2,048 columns:
+    # Qwen3-235B's 192-column TP8 shard at 0.09 of the wide rate; 11.9 µs a hop); the engines' own tables cap them
+    from sizing.catalog.calibration import PARAMS, Calibration
+
+    assert PARAMS["expert_shard_width_half"].hi <= 256  # vLLM fused-MoE configs: BLOCK_SIZE_N at most 256
+    assert PARAMS["nvlink_hop_latency_us"].hi <= 5.0  # NCCL tuning.cc hwLat, NVLink ring: 3.4 µs Simple
+    worst = Calibration(values={**CAL.values, "expert_shard_width_half": PARAMS["expert_shard_width_half"].hi})
+    wide = Calibration(values={**CAL.values, "expert_shard_width_half": 1e-9})
+    q = CAT.model("qwen3-235b-a22b")
+    rate = build_step_model(CAT, worst, q, "H100-SXM", "bf16", 8, 1, "auto", "vllm", "nvlink").expert_flops_per_s
+    full = build_step_model(CAT, wide, q, "H100-SXM", "bf16", 8, 1, "auto", "vllm", "nvlink").expert_flops_per_s
+    assert rate >= 0.4 * full  # 192 / (192 + 256) = 0.43
