@@ -279,7 +279,10 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                 limits["awq_marlin"] = False
             cfg = ReplicaConfig(model=_model(catalog, MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
-                                kv_cache_dtype=kv, engine=engine, **limits)  # type: ignore[arg-type]
+                                kv_cache_dtype=kv, engine=engine,
+                                # sizing/data/engine_kernels.csv: kernel counts of early engine versions
+                                engine_version=ver if (ver := _version(r["engine_version"])) != (0, 0) else None,
+                                **limits)  # type: ignore[arg-type]
             isl = float(r["isl"]) if r["isl"] else float(share["prompt"])
             osl = float(r["osl"]) if r["osl"] else float(share["output"])
             sharegpt = "sharegpt" in notes.lower() or not r["isl"]

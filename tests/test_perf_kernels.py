@@ -70,3 +70,43 @@ def test_only_the_sampled_positions_multiply_the_lm_head() -> None:
     lm_head = 2.0 * m.vocab_size * m.hidden_size * 512 / sm.dense_flops_per_s
     assert abs((decode - prefill) - lm_head) < 1e-9 * decode + 1e-12
     assert prefill < decode
+
+
+def test_early_vllm_deepseek_decode_pays_for_its_kernel_count() -> None:
+    # dstack's DeepSeek-R1 on 8xH200 with the vLLM 0.7.4 nightly (FlashMLA) decodes 4 users at 25.7 ms a token
+    # (dsr1h200 TPOT); the weights, all-reduces and CPU alone give ~12 ms. vLLM 0.7.x runs ~65 kernels per
+    # layer there (torch grouped_topk and rotary, 2-kernel block-FP8 linears; engine_kernels.csv counts them in
+    # its code), SGLang 0.4.3 with DP attention ~89
+    from sizing.perf.load import WorkloadShape, estimate_closed_loop
+    from sizing.perf.replica import ReplicaConfig
+
+    ds = CAT.model("deepseek-r1")
+    assert CAT.engine_kernels_per_layer("vllm", (0, 7), ds) == 65
+    assert CAT.engine_kernels_per_layer("sglang", (0, 4), ds) == 89
+    assert CAT.engine_kernels_per_layer("sglang", (0, 5), ds) == 0
+    assert CAT.engine_kernels_per_layer("vllm", (0, 11), ds) == 0  # V1's fused routing and MLA: not a term
+    assert CAT.engine_kernels_per_layer("vllm", None, ds) == 0  # llmcap's own pinned engine
+    assert CAT.engine_kernels_per_layer("vllm", (0, 7), CAT.model("llama-3.1-8b-instruct")) == 0
+    old = ReplicaConfig(ds, "H200", "fp8", tp=8, engine="vllm", engine_version=(0, 7))
+    new = ReplicaConfig(ds, "H200", "fp8", tp=8, engine="vllm", engine_version=(0, 11))
+    shape = WorkloadShape(3200, 800)
+    tpot_old = estimate_closed_loop(CAT, old, shape, 4, synchronized=True).itl_ms
+    tpot_new = estimate_closed_loop(CAT, new, shape, 4, synchronized=True).itl_ms
+    floor_ms = 65 * ds.num_layers * CAL.v("graph_kernel_us") / 1000
+    assert abs(tpot_old - tpot_new - floor_ms) < 0.05 * floor_ms
+    assert tpot_old > 1.5 * tpot_new  # was equal: no kernel term
+
+
+def test_shared_constants_stay_within_the_kernel_and_library_tables() -> None:
+    # held-out fits used to push these to their old bounds to slow dstack's DeepSeek rows down (2,048 columns:
+    # Qwen3-235B's 192-column TP8 shard at 0.09 of the wide rate; 11.9 µs a hop); the engines' own tables cap them
+    from sizing.catalog.calibration import PARAMS, Calibration
+
+    assert PARAMS["expert_shard_width_half"].hi <= 256  # vLLM fused-MoE configs: BLOCK_SIZE_N at most 256
+    assert PARAMS["nvlink_hop_latency_us"].hi <= 5.0  # NCCL tuning.cc hwLat, NVLink ring: 3.4 µs Simple
+    worst = Calibration(values={**CAL.values, "expert_shard_width_half": PARAMS["expert_shard_width_half"].hi})
+    wide = Calibration(values={**CAL.values, "expert_shard_width_half": 1e-9})
+    q = CAT.model("qwen3-235b-a22b")
+    rate = build_step_model(CAT, worst, q, "H100-SXM", "bf16", 8, 1, "auto", "vllm", "nvlink").expert_flops_per_s
+    full = build_step_model(CAT, wide, q, "H100-SXM", "bf16", 8, 1, "auto", "vllm", "nvlink").expert_flops_per_s
+    assert rate >= 0.4 * full  # 192 / (192 + 256) = 0.43

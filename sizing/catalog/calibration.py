@@ -65,11 +65,14 @@ PARAMS: dict[str, ParamSpec] = {
     "moe_expert_efficiency": ParamSpec(0.60, 0.25, 1.00, "multiplier on expert-GEMM efficiency",
                                        "grouped expert GEMMs with routing imbalance (hottest expert sets the time)",
                                        0.4),
-    "expert_shard_width_half": ParamSpec(256.0, 32.0, 2048.0, "intermediate columns per GPU",
+    "expert_shard_width_half": ParamSpec(256.0, 32.0, 256.0, "intermediate columns per GPU",
                                          "an expert GEMM whose per-GPU shard of the expert's intermediate dimension is "
                                          "w wide runs at w / (w + this) of the wide-GEMM efficiency (tiles of 64-256 "
                                          "columns: a narrow shard, e.g. Qwen3-235B's 1,536 over TP8 = 192, wastes most "
-                                         "of each tile's fixed cost)", 0.7),
+                                         "of each tile's fixed cost); at most one widest tile: vLLM's tuned fused-MoE "
+                                         "configs (model_executor/layers/fused_moe/configs/*.json, 0.7.3) use "
+                                         "BLOCK_SIZE_N 16-256: a shard padded to whole tiles runs at >= w / (w + 256)",
+                                         0.7),
     "engine_efficiency.vllm": ParamSpec(0.90, 0.50, 1.00, "multiplier on compute efficiency",
                                         "vLLM kernels relative to TensorRT-LLM", 0.3),
     "engine_efficiency.sglang": ParamSpec(0.90, 0.50, 1.00, "multiplier on compute efficiency",
@@ -100,8 +103,11 @@ PARAMS: dict[str, ParamSpec] = {
     "frontend_ms_per_request": ParamSpec(3.0, 0.2, 20.0, "ms per request, serialized",
                                          "API-server time per request (HTTP parsing, tokenization, hand-off) that one "
                                          "server process spends in turn: paces a burst's admission"),
-    "nvlink_hop_latency_us": ParamSpec(3.0, 1.0, 20.0, "µs per ring hop",
-                                       "all-reduce latency over NVLink: 2(tp-1) hops per call"),
+    "nvlink_hop_latency_us": ParamSpec(3.0, 1.0, 5.0, "µs per ring hop",
+                                       "all-reduce latency over NVLink: 2(tp-1) hops per call; at most 5: NCCL's "
+                                       "src/graph/tuning.cc hwLat for an NVLink ring is 0.6 (LL) / 1.9 (LL128) / 3.4 "
+                                       "(Simple) µs per hop, beside a per-call baseLat of 6.6-14 µs (under 1 µs a hop "
+                                       "over a TP8 ring's 14 hops)"),
     "pcie_latency_ratio": ParamSpec(3.0, 1.0, 30.0, "PCIe hop latency / NVLink hop latency (>= 1)",
                                     "PCIe all-reduce hops are never faster than NVLink ones",
                                     fixed="one source (hfsm) moves by < 1 % when it moves 10 % (main's fit of "
@@ -116,6 +122,10 @@ PARAMS: dict[str, ParamSpec] = {
                                                  "step_overhead_ms.tgi (both are per-step CPU time); fitting it "
                                                  "with that one held instead gave 14.8 / 18.0 / 24.4 % held out "
                                                  "(2026-12-01, prior 60)"),
+    "graph_kernel_us": ParamSpec(5.0, 1.0, 10.0, "µs per kernel per step",
+                                 "GPU time of one small kernel of a decode step (its launch gap inside a CUDA graph "
+                                 "plus its shortest run), charged per kernel where sizing/data/engine_kernels.csv "
+                                 "counts an engine version's kernels per layer (prior ASSUMED: a few µs)"),
     "roofline_sharpness": ParamSpec(1.0, 1.0, 12.0, "a in (mem^a + compute^a)^(1/a)",
                                     "how well memory traffic and math overlap inside a step",
                                     fixed="every fit ended on the lower bound 1 (prior 3): within one step the "

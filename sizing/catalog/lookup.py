@@ -226,6 +226,18 @@ class Catalog:
             memory_fraction_covers=r["memory_fraction_covers"],
             source=r["source"], as_of=r["as_of"]) for r in self.rows("engines.csv")}
 
+    def engine_kernels_per_layer(self, engine: str, version: tuple[int, int] | None, model: ModelArch) -> int:
+        """Kernels per decoder layer per step that `engine` at `version` (major, minor) launches for this
+        model's layer kind, where engine_kernels.csv counts them (its source: the engine's own code); 0
+        elsewhere (no version, a later version, another layer kind: the kernel count is then not a term)."""
+        if version is None or not (model.is_mla and model.is_moe):
+            return 0
+        for r in self.rows("engine_kernels.csv"):
+            below = tuple(int(x) for x in r["version_below"].split("."))
+            if r["engine"] == engine and r["layer"] == "deepseek_mla_moe" and version < below:
+                return int(r["kernels_per_layer"])
+        return 0
+
     # --- the platform under the GPUs ------------------------------------------------------
     @cached_property
     def platform(self) -> dict[str, PlatformSetting]:

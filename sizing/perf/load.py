@@ -227,7 +227,8 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     link = cfg.interconnect or ("nvlink" if gpu.nvlink_bandwidth_gbs else "pcie")
     sm = build_step_model(catalog, cal, cfg.model, cfg.gpu, cfg.precision, cfg.tp, cfg.pp,
                           cfg.kv_cache_dtype, cfg.engine, link, cfg.cuda_graphs, cfg.async_scheduling,
-                          cfg.awq_marlin, cfg.fabric_gbps)
+                          cfg.awq_marlin, cfg.fabric_gbps,
+                          catalog.engine_kernels_per_layer(cfg.engine, cfg.engine_version, cfg.model))
     full_tokens = int(math.ceil((shape.prompt_tokens_p95 or shape.prompt_tokens)
                                 + (shape.output_tokens_p95 or shape.output_tokens)))
     fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)

@@ -22,7 +22,8 @@ class ReplicaConfig:
     engines.csv awq_unfused_dequantize_min_tokens); llmcap renders nothing else, so only measured rows set it.
     `fabric` / `fabric_gbps`: the network between the nodes of a multi-node replica (pp > 1, one stage per
     node), "efa" or "ena" at Gbit/s per node (sizing.perf.fabric.node_fabric); None: the stages share a node,
-    or no inter-node term is modelled."""
+    or no inter-node term is modelled. `engine_version`: (major, minor) of a measured run's engine, None
+    for llmcap's own pinned engine."""
 
     model: ModelArch
     gpu: str
@@ -40,3 +41,6 @@ class ReplicaConfig:
     awq_marlin: bool = True
     fabric: str | None = None
     fabric_gbps: float | None = None
+    # (major, minor) of the engine's version where a measurement names it (sizing/data/engine_kernels.csv:
+    # kernels per layer of an early engine's path); None: the current engine llmcap renders
+    engine_version: tuple[int, int] | None = None

@@ -186,6 +186,10 @@ class StepModel:
     # a prompt token's QK and AV FLOPs per context token when its form differs from decode's (dense MLA
     # prefills in the MHA form, decodes absorbed: `_attn_flops_per_ctx_token`); None: the same
     attn_prefill_flops_per_ctx_token_per_gpu: float | None = None
+    # an early engine's kernel-count-bound layer (sizing/data/engine_kernels.csv, counted in its code): each of
+    # the layer's kernels costs `graph_kernel_us` of GPU time per step whatever its work (launch gap plus
+    # shortest run), per pipeline stage, with or without CUDA graphs; 0 where the table counts nothing
+    kernel_floor_s: float = 0.0
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -265,7 +269,8 @@ class StepModel:
         """GPU time of `n_steps` steps, whole replica (all pp stages), seconds: the roofline bound."""
         mem, comp, comm = self.parts(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
                                      n_steps)
-        return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm + n_steps * self.launch_s) \
+        return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm
+                          + n_steps * (self.launch_s + self.kernel_floor_s)) \
             + self.inter_node_s(decode_seqs + prefill_tokens)
 
     def inter_node_s(self, tokens: float) -> float:
@@ -325,12 +330,14 @@ def _attn_flops_per_ctx_token(model: ModelArch, prefill: bool = False) -> float:
 def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_name: str, precision: str,
                      tp: int, pp: int, kv_cache_dtype: str, engine: str, interconnect: str,
                      cuda_graphs: bool = True, async_scheduling: bool = False,
-                     awq_marlin: bool = True, fabric_gbps: float | None = None) -> StepModel:
+                     awq_marlin: bool = True, fabric_gbps: float | None = None,
+                     kernels_per_layer: int = 0) -> StepModel:
     """Precompute a replica's step-model constants from the catalog and the calibration.
     `fabric_gbps`: Gbit/s per node between the pipeline stages of a multi-node replica (None: one node).
     `awq_marlin` False: an AWQ checkpoint on the unfused kernels (engines.csv
     `awq_unfused_dequantize_min_tokens`). An engine engines.csv does not list (tgi, calibration only)
-    has neither kernel rule."""
+    has neither kernel rule. `kernels_per_layer`: the kernels each layer launches per step where
+    engine_kernels.csv counts them for the engine's version (Catalog.engine_kernels_per_layer; 0: not a term)."""
     gpu = catalog.gpu(gpu_name)
     fmt = catalog.precision(precision)
     n = tp * pp
@@ -419,4 +426,5 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         if model.index_topk else 0.0,
         indexer_flops_per_ctx_token_per_gpu=2.0 * model.num_layers * (model.index_n_heads or 0)
         * (model.index_head_dim or 0) / n if model.index_topk else 0.0,
-        state_bytes_per_seq_per_gpu=state_bytes_per_sequence(model) / n)
+        state_bytes_per_seq_per_gpu=state_bytes_per_sequence(model) / n,
+        kernel_floor_s=kernels_per_layer * model.num_layers / pp * cal.v("graph_kernel_us") / 1e6)
