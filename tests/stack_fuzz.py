@@ -72,6 +72,7 @@ def valid_config(rnd: random.Random) -> dict[str, Any]:
         hw["redundancy"] = rnd.randint(0, 3)
     if rnd.random() < 0.08:
         w.update(_classes(rnd, "concurrent_users" in w["traffic"]))
+        hw["search_budget_s"] = w.pop("search_budget_s")
         for key in [k for k, v in w.items() if v is None]:  # derived from the classes
             w.pop(key)
     cfg: dict[str, Any] = {"aws:region": "us-east-1", "llmcap:workload": w, "llmcap:hardware": hw}
@@ -105,6 +106,8 @@ def _classes(rnd: random.Random, closed: bool) -> dict[str, Any]:
         out.append({"name": "batch", "prompt_tokens": 2000, "output_tokens": 300,
                     "batch": {"requests": rnd.randint(1, 100_000), "deadline_hours": rnd.choice([1, 8, 24])}})
     extra: dict[str, Any] = {"classes": out}
+    # a replayed fleet search is seconds per plan: the fuzz checks that a cut plan is sound too, not the search
+    extra["search_budget_s"] = 3
     if rnd.random() < 0.5:
         extra.update({"prompt_tokens": None, "output_tokens": None, "slo": None})
     return extra
@@ -405,10 +408,16 @@ def check_invariants(plan: dict[str, Any]) -> None:
     """What every printed plan must satisfy: finite positive cost, predicted SLO met, memory fits."""
     slo = plan["workload"]["slo"]
     assert plan["totals"]["usd_per_hour"] > 0 and math.isfinite(plan["totals"]["usd_per_month"])
+    replayed = plan.get("fleet") is not None  # request classes or a trace: each class on its own targets
+    for c in plan.get("classes") or []:
+        if replayed and c["kind"] == "interactive":
+            assert c["slo_met"], f"class {c['name']} misses its targets in the plan's own replay"
     for p in plan["pools"]:
         r = p["per_replica"]
+        # null in the JSON: a NaN or infinite figure (pydantic writes both as null); a saved plan must read back
+        assert all(v is not None for k, v in r.items() if k.endswith("_ms")), {k for k, v in r.items() if v is None}
         for m in ("ttft", "itl"):  # the fuzz sets p95 targets only
-            if slo[m] and slo[m]["p95"] is not None:
+            if not replayed and slo[m] and slo[m]["p95"] is not None:
                 # null in the JSON: a NaN or infinite prediction (pydantic writes both as null)
                 assert r[f"{m}_p95_ms"] is not None, f"{m} p95 at the planned load is not a number"
                 assert r[f"{m}_p95_ms"] <= slo[m]["p95"] + 1e-6

@@ -150,3 +150,33 @@ def test_classes_with_shares_of_concurrent_users_are_replayed() -> None:
                     ['workload.traffic={"concurrent_users":50,"tokens_per_s_per_user":30}'])
     assert plan.fleet is not None and {c.name for c in plan.classes} == {"chat", "rag"}
     assert all(c.slo_met for c in plan.classes)
+
+
+def test_a_replayed_plan_has_every_figure_a_number(tmp_path: Path) -> None:
+    # found by the fuzz (classes in generated stacks): class c1's pool's analytic mean TTFT was infinite (no
+    # steady state at its mean load, where the replay found one), written as null, and `llmcap diff` and a
+    # saved plan could not read the plan back (pydantic float_type)
+    import json
+
+    from sizing.plan import Plan
+    from sizing.planning.planner import plan_for
+
+    f = tmp_path / "Pulumi.c129.yaml"
+    f.write_text("""config:
+  aws:region: us-east-1
+  llmcap:workload:
+    model: mistral-7b-instruct-v0.3
+    traffic: {peak_requests_per_s: 172.401}
+    prefix_cache_hit_rate: 0.13
+    classes:
+    - {name: c0, prompt_tokens: 64, output_tokens: 1023, slo: {e2e: {p99: 60000}}, share: 0.2}
+    - {name: c1, prompt_tokens: 1024, output_tokens: 37, slo: {e2e: {p99: 60000}}, share: 0.8}
+  llmcap:hardware:
+    instance_types: [g6.12xlarge]
+    strategy: mixed
+""")
+    plan = plan_for(f)
+    doc = json.loads(plan.model_dump_json())
+    for p in doc["pools"]:
+        assert all(v is not None for k, v in p["per_replica"].items() if k.endswith("_ms")), p["name"]
+    Plan.model_validate(doc)  # reads back

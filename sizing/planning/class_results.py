@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from sizing.planning.fleet import FleetOutcome
+    from sizing.spec import WorkloadSpec
     from sizing.stack import Stack
     from sizing.traffic.reader import Trace
 
@@ -99,10 +100,9 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
         layout=fleet.layout, why=fleet.why, routing=fleet.routing, replicas=fleet.replicas,
         replicas_by_class=fleet.replicas_by_class, mean_based_replicas=fleet.mean_based_replicas,
         difference=difference, replays=fleet.replays, clipped_requests=fleet.clipped_requests, **auto))
+    plan = plan.model_copy(update={"pools": _replayed_pools(plan.pools, classes, w)})
     class_pools = [p for p in plan.pools if p.request_class]
     if class_pools:
-        plan = plan.model_copy(update={"pools": _replayed_pools(plan.pools, classes)})
-        class_pools = [p for p in plan.pools if p.request_class]
         choice.class_autoscaling = _class_autoscaling(plan, classes, trace)
         choice.default_class = next((p.request_class for p in class_pools if p.vllm.served_model_aliases), "") or ""
         choice.why += "; " + ", ".join(f"class {p.request_class} is served as model {p.vllm.served_model_name!r}"
@@ -113,24 +113,48 @@ def attach(plan: Plan, stack: Stack, fleet: FleetOutcome | None, trace: Trace | 
     return plan.model_copy(update={"classes": classes, "trace": summary, "fleet": choice})
 
 
-def _replayed_pools(pools: list[Pool], classes: list[ClassResult]) -> list[Pool]:
-    """A dedicated layout's class pools with their predicted percentiles from their class's replay over
-    exactly these replicas (what sized them; the analytic estimate of one mean replica cannot see a
-    long-prompt class's chunked prefills riding with the decodes), so a pool's lines and its class's
-    line agree."""
-    by_name = {c.name: c for c in classes if c.kind == "interactive"}
+def _replayed_pools(pools: list[Pool], classes: list[ClassResult], w: WorkloadSpec) -> list[Pool]:
+    """The pools with their predicted percentiles from the replay that sized them (the analytic estimate of
+    one mean replica cannot see a long-prompt class's chunked prefills riding with the decodes, and may find
+    no steady state where the replay finds one), so a pool's lines and its classes' lines agree:
+    - a dedicated layout's class pool: its class's replay over exactly its replicas;
+    - a pool serving every request class of the stack: on each metric, the class that sets the stack's
+      tightest target on it (the pool's target line is that class's), else the slowest class;
+    - a trace's pool keeps the analytic figures, except any not finite (an unstable mean estimate), which
+      take the slowest class's: a plan's every figure is a number (a saved plan must read back).
+    A mean (ttft_ms, itl_ms) that is not finite takes the replay's p50."""
+    inter = [c for c in classes if c.kind == "interactive"]
+    if not inter:
+        return pools
+    by_name = {c.name: c for c in inter}
+    own = {c.name for c in w.classes or [] if not c.is_batch}
+
+    def slowest(m: str) -> ClassResult:
+        return max(inter, key=lambda c: getattr(c, f"{m}_ms").p95)
+
+    def setter(m: str) -> ClassResult | None:
+        tight = [(t.ms, c.name) for c in inter if c.name in own for t in c.targets if t.metric == m]
+        return by_name[min(tight)[1]] if tight else None
+
     out = []
     for p in pools:
-        c = by_name.get(p.request_class or "")
-        if c is None:
-            out.append(p)
-            continue
-        upd: dict[str, object] = {f"{m}_{q}_ms": getattr(getattr(c, f"{m}_ms"), q)
-                                  for m in METRICS for q in ("p50", "p95", "p99")}
-        upd["binds"] = (f"the replay of class {c.name} over {c.replicas} replicas "
-                        f"{'meets' if c.slo_met else 'misses'} its targets (TTFT p95 {c.ttft_ms.p95:,.0f} ms); "
-                        f"one replica at the class's mean load, analytic: {p.per_replica.binds}")
-        out.append(p.model_copy(update={"per_replica": p.per_replica.model_copy(update=upd)}))
+        r = p.per_replica
+        cls = by_name.get(p.request_class or "")
+        upd: dict[str, object] = {}
+        for m in METRICS:
+            src = cls or (setter(m) or slowest(m) if own else slowest(m))
+            for q in ("p50", "p95", "p99"):
+                key = f"{m}_{q}_ms"
+                if cls is not None or own or not math.isfinite(float(getattr(r, key))):
+                    upd[key] = getattr(getattr(src, f"{m}_ms"), q)
+        for m in ("ttft", "itl"):
+            if not math.isfinite(float(getattr(r, f"{m}_ms"))):
+                upd[f"{m}_ms"] = upd.get(f"{m}_p50_ms", getattr(slowest(m), f"{m}_ms").p50)
+        if cls is not None:
+            upd["binds"] = (f"the replay of class {cls.name} over {cls.replicas} replicas "
+                            f"{'meets' if cls.slo_met else 'misses'} its targets (TTFT p95 {cls.ttft_ms.p95:,.0f} "
+                            f"ms); one replica at the class's mean load, analytic: {r.binds}")
+        out.append(p.model_copy(update={"per_replica": r.model_copy(update=upd)}) if upd else p)
     return out
 
 
