@@ -144,7 +144,22 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                              "requests, 'peak concurrent requests=512') are a burst held to guidellm's 512 requests in "
                              "flight (guidellm config.py Settings 'max_concurrency: int = 512'), not a steady closed "
                              "loop of 512 users: modelled as a burst of 512 prompts (the first wave; the requests sent "
-                             "as slots free wait in the client, outside the TTFT guidellm measures)",
+                             "as slots free wait in the client, outside the TTFT guidellm measures). Every guidellm "
+                             "row at an unlimited rate is a burst of its peak in flight: the Throughput profile's "
+                             "1,000 requests (peak 512), the 35B page's Long Context (100 requests, peak 100) and "
+                             "Generation Heavy (200, peak 200) (GPUStack profiles_config.yaml)",
+    "guidellm_constant_rate": "GPUStack's benchmark worker runs `benchmark-runner benchmark run --profile constant --rate "
+                              "<request_rate> --max-requests <total>` (gpustack/worker/benchmark/runner.py "
+                              "_build_command_args); guidellm's constant profile sends at uniform intervals "
+                              "(scheduler/strategies.py AsyncConstantStrategy: 'Requests arrive at uniform "
+                              "intervals'). Rows at a finite rate (gpsq359bl/gpsq35moel 1/4/8/16 req/s, the 9B "
+                              "page's Long Context and Generation Heavy at 1 req/s: GPUStack profiles_config.yaml "
+                              "'request_rate: 1') are an open loop at that rate; their `concurrency` column is the "
+                              "page's 'peak concurrent requests', an outcome, not a cap",
+    "bench_serve_fewer_prompts": "`vllm bench serve --max-concurrency c --num-prompts N` at an infinite rate limits "
+                                 "in-flight requests with asyncio.Semaphore(c) (vllm/benchmarks/serve.py): with N <= c "
+                                 "(vultrb200's 400 prompts at c = 512 and 1024) every prompt is sent at once, a burst "
+                                 "of N, not a closed loop of c",
     "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
                           "(vLLM's default mamba_cache_mode 'none', vllm/config/cache.py; ASSUMED for every such row, "
                           "SGLang's too)",
@@ -290,9 +305,16 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                                   osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]
             n_prompts = re.search(r"num_prompts=(\d+)", notes)
-            if r["concurrency"] and "request_rate=1000)" in notes and "guidellm" in notes:
+            guidellm = "guidellm" in notes
+            if guidellm and rate and rate != "inf" and "request_rate=1000)" not in notes:
+                # BENCHMARK_ASSUMPTIONS["guidellm_constant_rate"]: `concurrency` is the peak the server held
+                mode, load = "open", float(rate)
+            elif guidellm and r["concurrency"]:
                 # BENCHMARK_ASSUMPTIONS["guidellm_capped_burst"]
                 mode, load = "burst", float(r["concurrency"])
+            elif r["concurrency"] and n_prompts and rate == "inf" and int(n_prompts.group(1)) <= float(
+                    r["concurrency"]):  # BENCHMARK_ASSUMPTIONS["bench_serve_fewer_prompts"]
+                mode, load = "burst", float(n_prompts.group(1))
             elif r["concurrency"]:
                 mode, load = "closed", float(r["concurrency"])
             elif rate and rate != "inf":
