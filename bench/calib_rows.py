@@ -223,6 +223,7 @@ class CalRow:
     multi_step: int
     stat: str = "mean"  # mean | p50 | p95 | p99
     gpu: str = ""
+    arrivals: str = "poisson"  # open loop: poisson | uniform (a constant-rate client)
 
 
 def _model(catalog: Catalog, name: str) -> ModelArch:
@@ -325,7 +326,8 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                 mode, load = "offline", 0.0
             m = re.search(r"num-scheduler-steps (\d+)", r["engine_version"])
             out.append(CalRow(r["id"], src, r["metric"], float(r["value"]), cfg, shape,
-                              mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"]))
+                              mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"],
+                              "uniform" if guidellm and mode == "open" else "poisson"))
     return out
 
 
@@ -335,7 +337,7 @@ def estimate(catalog: Catalog, row: CalRow) -> LoadEstimate:
         return estimate_closed_loop(catalog, row.cfg, row.shape, int(row.load),
                                     synchronized=row.shape.output_tokens_p95 is None)
     if row.mode == "open":
-        return estimate_open_loop(catalog, row.cfg, row.shape, row.load)
+        return estimate_open_loop(catalog, row.cfg, row.shape, row.load, uniform_arrivals=row.arrivals == "uniform")
     if row.mode == "burst":
         return estimate_burst(catalog, row.cfg, row.shape, int(row.load))
     return estimate_offline(catalog, row.cfg, row.shape)
@@ -376,4 +378,4 @@ def predict_from(row: CalRow, e: LoadEstimate) -> float:
 
 def scenario_key(row: CalRow) -> tuple[object, ...]:
     """Rows with the same key share one estimate."""
-    return (row.cfg, row.shape, row.mode, row.load)
+    return (row.cfg, row.shape, row.mode, row.load, row.arrivals)

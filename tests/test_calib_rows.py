@@ -53,7 +53,7 @@ def test_guidellm_constant_rate_rows_are_an_open_loop_at_their_rate_not_a_closed
     for rid, rate in (("gpsq359bl-0111", 1.0), ("gpsq359bl-0133", 4.0), ("gpsq359bl-0001", 8.0),
                       ("gpsq35moel-0177", 16.0), ("gpsq359b-0187", 1.0), ("gpsq359b-0205", 1.0)):
         r = rows[rid]
-        assert (r.mode, r.load) == ("open", rate), rid  # type: ignore[attr-defined]
+        assert (r.mode, r.load, r.arrivals) == ("open", rate, "uniform"), rid  # type: ignore[attr-defined]
     assert "guidellm_constant_rate" in BENCHMARK_ASSUMPTIONS
 
 

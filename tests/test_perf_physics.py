@@ -159,3 +159,17 @@ def test_every_constant_records_prior_bounds_fit_and_what_pins_it() -> None:
     held = doc["fit_error"]["held_out"]
     assert {"throughput", "ttft", "itl"} <= set(held) and all(0 < v < 5 for v in held.values())
     assert math.isfinite(doc["goodput_range"]["p10"])
+
+
+def test_uniform_arrivals_queue_less_than_poisson_at_the_same_rate() -> None:
+    # Kingman's G/G/1 wait ρ·s·(c²a + c²s) / (2(1 - ρ)): a constant-rate client (guidellm's constant
+    # profile, one request every 1/rate s, c²a = 0) waits less than Poisson arrivals (c²a = 1) at the same
+    # rate, and the same when nothing queues; throughput is the offered rate either way
+    from sizing.perf.load import estimate_open_loop
+    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16", tp=1)
+    shape = WorkloadShape(2000, 200)
+    high = [estimate_open_loop(CAT, cfg, shape, 12.0, uniform_arrivals=u) for u in (False, True)]
+    assert high[1].ttft_ms < high[0].ttft_ms and high[1].ttft_p99_ms < high[0].ttft_p99_ms
+    assert high[1].requests_per_s == pytest.approx(high[0].requests_per_s, rel=1e-6)
+    low = [estimate_open_loop(CAT, cfg, shape, 0.05, uniform_arrivals=u) for u in (False, True)]
+    assert low[1].ttft_ms == pytest.approx(low[0].ttft_ms, rel=0.02)

@@ -163,6 +163,7 @@ class _Ctx:
     request_overhead_s: float
     frontend_s_per_request: float  # the API server's ingest time per prompt, s
     bandwidth_fraction: float  # achieved share of the GPU's datasheet memory bandwidth (0..1)
+    cv2_arrival: float = 1.0  # squared coefficient of variation of inter-arrival times: 1 Poisson, 0 uniform
     memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -385,12 +386,14 @@ def _wait_q(mean: float, rho: float, q: float) -> float:
 
 
 def _wait_s(c: _Ctx, lam: float, service: float, busy: float) -> tuple[float, float]:
-    """(mean, ρ) of the M/G/1 wait for the prefill server at arrival rate `lam` (1/s): utilization
-    from the marginal prefill time `busy`, each waiting request ahead costing its wall-clock `service`."""
+    """(mean, ρ) of the G/G/1 wait for the prefill server at arrival rate `lam` (1/s): utilization
+    from the marginal prefill time `busy`, each waiting request ahead costing its wall-clock `service`.
+    Kingman's approximation ρ·s·(c²a + c²s) / (2(1 - ρ)): exact for Poisson arrivals (c²a = 1, the
+    Pollaczek-Khinchine M/G/1 mean); c²a = 0 for arrivals at uniform intervals (a constant-rate client)."""
     rho = lam * busy
     if rho >= 1.0:
         return math.inf, rho
-    return rho * service * (1.0 + c.cv2_service) / (2.0 * (1.0 - rho)), rho
+    return rho * service * (c.cv2_arrival + c.cv2_service) / (2.0 * (1.0 - rho)), rho
 
 
 @dataclass(frozen=True)
@@ -546,9 +549,13 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
 
 
 def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
-                       requests_per_s: float) -> LoadEstimate:
-    """Poisson arrivals at `requests_per_s`; the active batch solves B = R × (TTFT + decode time)."""
+                       requests_per_s: float, uniform_arrivals: bool = False) -> LoadEstimate:
+    """Poisson arrivals at `requests_per_s` (or, with `uniform_arrivals`, one every 1/requests_per_s s:
+    a constant-rate client such as guidellm's constant profile, which queues less); the active batch
+    solves B = R × (TTFT + decode time)."""
     c = _ctx(catalog, cfg, shape)
+    if uniform_arrivals:
+        c = replace(c, cv2_arrival=0.0, memo={})
     if c.max_running < 1:
         return _infeasible_estimate(c, 0.0)
     r = max(requests_per_s, 1e-9)
