@@ -27,6 +27,7 @@ from sizing.perf.load import (
     estimate_offline,
     estimate_open_loop,
 )
+from sizing.perf.capped_burst import estimate_capped_burst
 from sizing.perf.replica import ReplicaConfig
 
 CALIB_DIR = Path(__file__).resolve().parent / "calibration"  # bench/calibration/VENDORED.md
@@ -142,9 +143,11 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                    "whose medians the pages call anomalous) are left out and counted",
     "guidellm_capped_burst": "gpsq359b / gpsq35moe rows ('ShareGPT (guidellm profile ...), request_rate=1000', 1,000 "
                              "requests, 'peak concurrent requests=512') are a burst held to guidellm's 512 requests in "
-                             "flight (guidellm config.py Settings 'max_concurrency: int = 512'), not a steady closed "
-                             "loop of 512 users: modelled as a burst of 512 prompts (the first wave; the requests sent "
-                             "as slots free wait in the client, outside the TTFT guidellm measures). Every guidellm "
+                             "flight (guidellm config.py Settings 'max_concurrency: int = 512'; benchmark-runner "
+                             "scenario_builder.py DEFAULT_MAX_CONCURRENCY = 512), not a steady closed loop of 512 "
+                             "users: the first 512 go out at once (a burst), each of the others when one finishes "
+                             "(a closed loop of 512); its wait in the client is outside the TTFT guidellm measures "
+                             "(sizing.perf.capped_burst, the run's total from the notes' 'N reqs'). Every guidellm "
                              "row at an unlimited rate is a burst of its peak in flight: the Throughput profile's "
                              "1,000 requests (peak 512), the 35B page's Long Context (100 requests, peak 100) and "
                              "Generation Heavy (200, peak 200) (GPUStack profiles_config.yaml)",
@@ -224,6 +227,7 @@ class CalRow:
     stat: str = "mean"  # mean | p50 | p95 | p99
     gpu: str = ""
     arrivals: str = "poisson"  # open loop: poisson | uniform (a constant-rate client)
+    requests: int = 0  # a burst held to `load` in flight: the run's total requests (0: all `load` at once)
 
 
 def _model(catalog: Catalog, name: str) -> ModelArch:
@@ -305,6 +309,7 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             shape = WorkloadShape(isl, osl, isl * tail["prompt_p95_over_mean"] if sharegpt else None,
                                   osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]
+            requests = 0
             n_prompts = re.search(r"num_prompts=(\d+)", notes)
             guidellm = "guidellm" in notes
             if guidellm and rate and rate != "inf" and "request_rate=1000)" not in notes:
@@ -313,6 +318,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             elif guidellm and r["concurrency"]:
                 # BENCHMARK_ASSUMPTIONS["guidellm_capped_burst"]
                 mode, load = "burst", float(r["concurrency"])
+                total = re.search(r"(\d+) reqs\)", notes)
+                if total:
+                    requests = int(total.group(1))
+                elif "profile 'Throughput'" in notes:
+                    requests = 1000  # GPUStack profiles_config.yaml Throughput: total_requests 1000
             elif r["concurrency"] and n_prompts and rate == "inf" and int(n_prompts.group(1)) <= float(
                     r["concurrency"]):  # BENCHMARK_ASSUMPTIONS["bench_serve_fewer_prompts"]
                 mode, load = "burst", float(n_prompts.group(1))
@@ -327,7 +337,8 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             m = re.search(r"num-scheduler-steps (\d+)", r["engine_version"])
             out.append(CalRow(r["id"], src, r["metric"], float(r["value"]), cfg, shape,
                               mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"],
-                              "uniform" if guidellm and mode == "open" else "poisson"))
+                              "uniform" if guidellm and mode == "open" else "poisson",
+                              requests if requests > load else 0))
     return out
 
 
@@ -338,6 +349,8 @@ def estimate(catalog: Catalog, row: CalRow) -> LoadEstimate:
                                     synchronized=row.shape.output_tokens_p95 is None)
     if row.mode == "open":
         return estimate_open_loop(catalog, row.cfg, row.shape, row.load, uniform_arrivals=row.arrivals == "uniform")
+    if row.mode == "burst" and row.requests:
+        return estimate_capped_burst(catalog, row.cfg, row.shape, row.requests, int(row.load))
     if row.mode == "burst":
         return estimate_burst(catalog, row.cfg, row.shape, int(row.load))
     return estimate_offline(catalog, row.cfg, row.shape)
@@ -378,4 +391,4 @@ def predict_from(row: CalRow, e: LoadEstimate) -> float:
 
 def scenario_key(row: CalRow) -> tuple[object, ...]:
     """Rows with the same key share one estimate."""
-    return (row.cfg, row.shape, row.mode, row.load, row.arrivals)
+    return (row.cfg, row.shape, row.mode, row.load, row.arrivals, row.requests)

@@ -77,3 +77,12 @@ def test_vllm_bench_serve_with_fewer_prompts_than_max_concurrency_is_a_burst_of_
     assert [(rows[i].mode, rows[i].load) for i in ("vultrb200-0025", "vultrb200-0029", "vultrb200-0033")] == [  # type: ignore[attr-defined]
         ("closed", 256.0), ("burst", 400.0), ("burst", 400.0)]
     assert (rows["vultrb200-0001"].mode, rows["vultrb200-0001"].load) == ("closed", 1.0)  # type: ignore[attr-defined]
+
+
+def test_guidellm_bursts_of_more_requests_than_its_cap_carry_their_total() -> None:
+    # the 1,000-request ShareGPT runs and the Throughput profile (1,000 requests) go out 512 at a time;
+    # the speculative-decoding block of the 9B page sent 514 ('514 reqs' in its block totals)
+    rows = _by_id("gpsq35")
+    for rid, n in (("gpsq359b-0001", 1000), ("gpsq359b-0169", 1000), ("gpsq359b-0028", 514),
+                   ("gpsq35moe-0122", 0)):
+        assert rows[rid].requests == n, rid  # type: ignore[attr-defined]

@@ -173,3 +173,21 @@ def test_uniform_arrivals_queue_less_than_poisson_at_the_same_rate() -> None:
     assert high[1].requests_per_s == pytest.approx(high[0].requests_per_s, rel=1e-6)
     low = [estimate_open_loop(CAT, cfg, shape, 0.05, uniform_arrivals=u) for u in (False, True)]
     assert low[1].ttft_ms == pytest.approx(low[0].ttft_ms, rel=0.02)
+
+
+def test_a_burst_held_to_a_cap_in_flight_mixes_the_first_wave_and_a_closed_loop() -> None:
+    # guidellm sends a 1,000-request throughput run at most 512 in flight and times each request from
+    # when it sends it: the first 512 meet a burst, the other 488 a server running ~512 sequences
+    from sizing.perf.capped_burst import estimate_capped_burst
+    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16", tp=1)
+    shape = WorkloadShape(1024, 128)
+    first = estimate_burst(CAT, cfg, shape, 512)
+    assert estimate_capped_burst(CAT, cfg, shape, 400, 512) == estimate_burst(CAT, cfg, shape, 400)
+    both = estimate_capped_burst(CAT, cfg, shape, 1000, 512)
+    closed = estimate_closed_loop(CAT, cfg, shape, 512)
+    lo, hi = sorted((first.ttft_ms, closed.ttft_ms))
+    assert lo < both.ttft_ms < hi
+    assert both.ttft_p50_ms <= both.ttft_p95_ms <= both.ttft_p99_ms
+    assert both.ttft_p99_ms <= max(first.ttft_p99_ms, closed.ttft_p99_ms) * 1.05
+    lo, hi = sorted((first.output_tokens_per_s, closed.output_tokens_per_s))
+    assert lo <= both.output_tokens_per_s <= hi
