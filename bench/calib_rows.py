@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sizing.catalog.lookup import Catalog
 from sizing.catalog.records import ModelArch
+from sizing.perf.capped_burst import estimate_capped_burst
 from sizing.perf.load import (
     LoadEstimate,
     WorkloadShape,
@@ -27,7 +28,6 @@ from sizing.perf.load import (
     estimate_offline,
     estimate_open_loop,
 )
-from sizing.perf.capped_burst import estimate_capped_burst
 from sizing.perf.replica import ReplicaConfig
 
 CALIB_DIR = Path(__file__).resolve().parent / "calibration"  # bench/calibration/VENDORED.md
@@ -151,8 +151,8 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                              "row at an unlimited rate is a burst of its peak in flight: the Throughput profile's "
                              "1,000 requests (peak 512), the 35B page's Long Context (100 requests, peak 100) and "
                              "Generation Heavy (200, peak 200) (GPUStack profiles_config.yaml)",
-    "guidellm_constant_rate": "GPUStack's benchmark worker runs `benchmark-runner benchmark run --profile constant --rate "
-                              "<request_rate> --max-requests <total>` (gpustack/worker/benchmark/runner.py "
+    "guidellm_constant_rate": "GPUStack's benchmark worker runs `benchmark-runner benchmark run --profile constant "
+                              "--rate <request_rate> --max-requests <total>` (gpustack/worker/benchmark/runner.py "
                               "_build_command_args); guidellm's constant profile sends at uniform intervals "
                               "(scheduler/strategies.py AsyncConstantStrategy: 'Requests arrive at uniform "
                               "intervals'). Rows at a finite rate (gpsq359bl/gpsq35moel 1/4/8/16 req/s, the 9B "
