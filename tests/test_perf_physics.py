@@ -191,3 +191,15 @@ def test_a_burst_held_to_a_cap_in_flight_mixes_the_first_wave_and_a_closed_loop(
     assert both.ttft_p99_ms <= max(first.ttft_p99_ms, closed.ttft_p99_ms) * 1.05
     lo, hi = sorted((first.output_tokens_per_s, closed.output_tokens_per_s))
     assert lo <= both.output_tokens_per_s <= hi
+
+
+def test_e2e_percentiles_follow_long_tailed_output_lengths() -> None:
+    # a request's E2E is its TTFT plus its own output's decode steps: with ShareGPT-like outputs (p95 = 3 x
+    # mean) the median request ends before the mean one and the p95 one takes about p95 / mean as long
+    from sizing.perf.load import estimate_open_loop
+    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16", tp=1)
+    fixed = estimate_open_loop(CAT, cfg, WorkloadShape(300, 280), 2.0)
+    tail = estimate_open_loop(CAT, cfg, WorkloadShape(300, 280, 900, 840), 2.0)
+    assert tail.e2e_p50_ms < tail.e2e_latency_ms < tail.e2e_p95_ms <= tail.e2e_p99_ms
+    assert tail.e2e_p95_ms > 2.0 * tail.e2e_p50_ms
+    assert fixed.e2e_p95_ms < 1.5 * fixed.e2e_p50_ms

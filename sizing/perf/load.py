@@ -463,13 +463,24 @@ def _bound(c: _Ctx, batch: float, capped: bool) -> tuple[str, str]:
                                 f"({mem * 1e3:.1f} ms) which outweighs the math ({comp * 1e3:.1f} ms)")
 
 
+def _decode_steps_q(c: _Ctx, q: float) -> float:
+    """Decode steps of the request at percentile q of output length: log-normal from the mean and p95
+    (long-tailed outputs such as ShareGPT's); the mean when the lengths are fixed. A request's E2E is its
+    TTFT plus its own output's steps, so E2E percentiles over requests follow the output lengths (their
+    median below the mean, their p95 near the p95 output)."""
+    if c.decode_steps_p95 <= c.decode_steps:
+        return c.decode_steps
+    sig = lognormal_sigma(c.decode_steps, c.decode_steps_p95)
+    return c.decode_steps * math.exp(sig * Z[q] - sig * sig / 2.0)
+
+
 def _estimate(c: _Ctx, shape: WorkloadShape, pt: _Point, concurrency: float, capped: bool) -> LoadEstimate:
     e2e = pt.ttft_s + c.decode_steps * pt.itl_s
     bound, why = _bound(c, pt.batch, capped)
     b, itl = pt.batch, pt.itl_s
     tq = {q: _tpot_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
     iq = {q: _itl_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
-    e2e_q = {q: pt.ttft_q_s[q] + c.decode_steps * tq[q] for q in (0.5, 0.95, 0.99)}
+    e2e_q = {q: pt.ttft_q_s[q] + _decode_steps_q(c, q) * tq[q] for q in (0.5, 0.95, 0.99)}
     return LoadEstimate(
         concurrency=concurrency, requests_per_s=pt.lam, output_tokens_per_s=pt.lam * shape.output_tokens,
         ttft_ms=pt.ttft_s * 1e3, ttft_p95_ms=pt.ttft_q_s[0.95] * 1e3, itl_ms=itl * 1e3,
