@@ -77,8 +77,15 @@ def estimate_capped_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadS
     osl = shape.output_tokens
     seconds = cap * osl / burst.output_tokens_per_s + (n - cap) * osl / closed.output_tokens_per_s
     tput = n * osl / seconds
+    f = fields
     return replace(burst, requests_per_s=tput / osl, output_tokens_per_s=tput,
-                   explanation=f"{n} requests at most {cap} in flight: " + burst.explanation, **fields)
+                   explanation=f"{n} requests at most {cap} in flight: " + burst.explanation,
+                   ttft_ms=f["ttft_ms"], ttft_p50_ms=f["ttft_p50_ms"], ttft_p95_ms=f["ttft_p95_ms"],
+                   ttft_p99_ms=f["ttft_p99_ms"], itl_ms=f["itl_ms"], itl_p50_ms=f["itl_p50_ms"],
+                   itl_p95_ms=f["itl_p95_ms"], itl_p99_ms=f["itl_p99_ms"], tpot_ms=f["tpot_ms"],
+                   tpot_p50_ms=f["tpot_p50_ms"], tpot_p95_ms=f["tpot_p95_ms"], tpot_p99_ms=f["tpot_p99_ms"],
+                   e2e_latency_ms=f["e2e_latency_ms"], e2e_p50_ms=f["e2e_p50_ms"], e2e_p95_ms=f["e2e_p95_ms"],
+                   e2e_p99_ms=f["e2e_p99_ms"])
 
 
 __all__ = ["estimate_capped_burst", "mixture_quantile"]
