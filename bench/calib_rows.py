@@ -162,7 +162,9 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "bench_serve_fewer_prompts": "`vllm bench serve --max-concurrency c --num-prompts N` at an infinite rate limits "
                                  "in-flight requests with asyncio.Semaphore(c) (vllm/benchmarks/serve.py): with N <= c "
                                  "(vultrb200's 400 prompts at c = 512 and 1024) every prompt is sent at once, a burst "
-                                 "of N, not a closed loop of c",
+                                 "of N, not a closed loop of c; with N > c the first c go at once and each other "
+                                 "when one finishes, timed from when it is sent (request_func starts its clock "
+                                 "after the semaphore): a burst of c held to c in flight (sizing.perf.capped_burst)",
     "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
                           "(vLLM's default mamba_cache_mode 'none', vllm/config/cache.py; ASSUMED for every such row, "
                           "SGLang's too)",
@@ -323,9 +325,10 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                     requests = int(total.group(1))
                 elif "profile 'Throughput'" in notes:
                     requests = 1000  # GPUStack profiles_config.yaml Throughput: total_requests 1000
-            elif r["concurrency"] and n_prompts and rate == "inf" and int(n_prompts.group(1)) <= float(
-                    r["concurrency"]):  # BENCHMARK_ASSUMPTIONS["bench_serve_fewer_prompts"]
-                mode, load = "burst", float(n_prompts.group(1))
+            elif r["concurrency"] and n_prompts and rate == "inf":
+                # BENCHMARK_ASSUMPTIONS["bench_serve_fewer_prompts"]: N prompts at most c in flight
+                mode, load = "burst", min(float(n_prompts.group(1)), float(r["concurrency"]))
+                requests = int(n_prompts.group(1))
             elif r["concurrency"]:
                 mode, load = "closed", float(r["concurrency"])
             elif rate and rate != "inf":
@@ -350,7 +353,8 @@ def estimate(catalog: Catalog, row: CalRow) -> LoadEstimate:
     if row.mode == "open":
         return estimate_open_loop(catalog, row.cfg, row.shape, row.load, uniform_arrivals=row.arrivals == "uniform")
     if row.mode == "burst" and row.requests:
-        return estimate_capped_burst(catalog, row.cfg, row.shape, row.requests, int(row.load))
+        return estimate_capped_burst(catalog, row.cfg, row.shape, row.requests, int(row.load),
+                                     synchronized=row.shape.output_tokens_p95 is None)
     if row.mode == "burst":
         return estimate_burst(catalog, row.cfg, row.shape, int(row.load))
     return estimate_offline(catalog, row.cfg, row.shape)

@@ -53,14 +53,15 @@ def mixture_quantile(parts: list[tuple[float, list[tuple[float, float]]]], q: fl
 
 
 def estimate_capped_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_requests: int,
-                          max_in_flight: int) -> LoadEstimate:
+                          max_in_flight: int, synchronized: bool = False) -> LoadEstimate:
     """N = `n_requests` sent at once with at most C = `max_in_flight` outstanding (module docstring).
-    With N <= C it is the plain burst of N."""
+    With N <= C it is the plain burst of N. `synchronized`: fixed lengths, so the closed phase runs in
+    lockstep rounds (estimate_closed_loop's `synchronized`)."""
     n, cap = max(int(n_requests), 1), max(int(max_in_flight), 1)
     burst = estimate_burst(catalog, cfg, shape, min(n, cap))
     if n <= cap:
         return burst
-    closed = estimate_closed_loop(catalog, cfg, shape, cap)
+    closed = estimate_closed_loop(catalog, cfg, shape, cap, synchronized=synchronized)
     if not closed.stable or closed.output_tokens_per_s <= 0 or burst.output_tokens_per_s <= 0:
         return burst
     w = cap / n
