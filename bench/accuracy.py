@@ -66,9 +66,13 @@ def group_key() -> Callable[[CalRow], str]:
 def regimes(r: CalRow) -> list[str]:
     """The regimes a row belongs to (a row may be in several; definitions in the module constants)."""
     out = []
-    if r.mode in ("burst", "offline"):
+    # a burst held to a small cap in flight (r.requests > r.load: vllm bench serve --max-concurrency 4
+    # --num-prompts 100) is a closed loop at that cap after its first wave
+    small_cap = r.mode == "burst" and r.requests > 0 and r.load <= LOW_CONCURRENCY
+    if r.mode in ("burst", "offline") and not small_cap:
         out.append("burst")
-    elif (r.mode == "closed" and r.load <= LOW_CONCURRENCY) or (r.mode == "open" and r.load <= LOW_RATE):
+    elif (r.mode == "closed" and r.load <= LOW_CONCURRENCY) or (r.mode == "open" and r.load <= LOW_RATE) \
+            or small_cap:
         out.append("low load")
     elif (r.mode == "closed" and r.load >= HIGH_CONCURRENCY) or (r.mode == "open" and r.load > LOW_RATE):
         out.append("near capacity")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sizing.catalog.lookup import Catalog
 from sizing.catalog.records import ModelArch
+from sizing.perf.capped_burst import estimate_capped_burst
 from sizing.perf.load import (
     LoadEstimate,
     WorkloadShape,
@@ -142,9 +143,28 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                    "whose medians the pages call anomalous) are left out and counted",
     "guidellm_capped_burst": "gpsq359b / gpsq35moe rows ('ShareGPT (guidellm profile ...), request_rate=1000', 1,000 "
                              "requests, 'peak concurrent requests=512') are a burst held to guidellm's 512 requests in "
-                             "flight (guidellm config.py Settings 'max_concurrency: int = 512'), not a steady closed "
-                             "loop of 512 users: modelled as a burst of 512 prompts (the first wave; the requests sent "
-                             "as slots free wait in the client, outside the TTFT guidellm measures)",
+                             "flight (guidellm config.py Settings 'max_concurrency: int = 512'; benchmark-runner "
+                             "scenario_builder.py DEFAULT_MAX_CONCURRENCY = 512), not a steady closed loop of 512 "
+                             "users: the first 512 go out at once (a burst), each of the others when one finishes "
+                             "(a closed loop of 512); its wait in the client is outside the TTFT guidellm measures "
+                             "(sizing.perf.capped_burst, the run's total from the notes' 'N reqs'). Every guidellm "
+                             "row at an unlimited rate is a burst of its peak in flight: the Throughput profile's "
+                             "1,000 requests (peak 512), the 35B page's Long Context (100 requests, peak 100) and "
+                             "Generation Heavy (200, peak 200) (GPUStack profiles_config.yaml)",
+    "guidellm_constant_rate": "GPUStack's benchmark worker runs `benchmark-runner benchmark run --profile constant "
+                              "--rate <request_rate> --max-requests <total>` (gpustack/worker/benchmark/runner.py "
+                              "_build_command_args); guidellm's constant profile sends at uniform intervals "
+                              "(scheduler/strategies.py AsyncConstantStrategy: 'Requests arrive at uniform "
+                              "intervals'). Rows at a finite rate (gpsq359bl/gpsq35moel 1/4/8/16 req/s, the 9B "
+                              "page's Long Context and Generation Heavy at 1 req/s: GPUStack profiles_config.yaml "
+                              "'request_rate: 1') are an open loop at that rate; their `concurrency` column is the "
+                              "page's 'peak concurrent requests', an outcome, not a cap",
+    "bench_serve_fewer_prompts": "`vllm bench serve --max-concurrency c --num-prompts N` at an infinite rate limits "
+                                 "in-flight requests with asyncio.Semaphore(c) (vllm/benchmarks/serve.py): with N <= c "
+                                 "(vultrb200's 400 prompts at c = 512 and 1024) every prompt is sent at once, a burst "
+                                 "of N, not a closed loop of c; with N > c the first c go at once and each other "
+                                 "when one finishes, timed from when it is sent (request_func starts its clock "
+                                 "after the semaphore): a burst of c held to c in flight (sizing.perf.capped_burst)",
     "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
                           "(vLLM's default mamba_cache_mode 'none', vllm/config/cache.py; ASSUMED for every such row, "
                           "SGLang's too)",
@@ -208,6 +228,8 @@ class CalRow:
     multi_step: int
     stat: str = "mean"  # mean | p50 | p95 | p99
     gpu: str = ""
+    arrivals: str = "poisson"  # open loop: poisson | uniform (a constant-rate client)
+    requests: int = 0  # a burst held to `load` in flight: the run's total requests (0: all `load` at once)
 
 
 def _model(catalog: Catalog, name: str) -> ModelArch:
@@ -292,10 +314,24 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             shape = WorkloadShape(isl, osl, isl * tail["prompt_p95_over_mean"] if sharegpt else None,
                                   osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]
+            requests = 0
             n_prompts = re.search(r"num_prompts=(\d+)", notes)
-            if r["concurrency"] and "request_rate=1000)" in notes and "guidellm" in notes:
+            guidellm = "guidellm" in notes
+            if guidellm and rate and rate != "inf" and "request_rate=1000)" not in notes:
+                # BENCHMARK_ASSUMPTIONS["guidellm_constant_rate"]: `concurrency` is the peak the server held
+                mode, load = "open", float(rate)
+            elif guidellm and r["concurrency"]:
                 # BENCHMARK_ASSUMPTIONS["guidellm_capped_burst"]
                 mode, load = "burst", float(r["concurrency"])
+                total = re.search(r"(\d+) reqs\)", notes)
+                if total:
+                    requests = int(total.group(1))
+                elif "profile 'Throughput'" in notes:
+                    requests = 1000  # GPUStack profiles_config.yaml Throughput: total_requests 1000
+            elif r["concurrency"] and n_prompts and rate == "inf":
+                # BENCHMARK_ASSUMPTIONS["bench_serve_fewer_prompts"]: N prompts at most c in flight
+                mode, load = "burst", min(float(n_prompts.group(1)), float(r["concurrency"]))
+                requests = int(n_prompts.group(1))
             elif r["concurrency"]:
                 mode, load = "closed", float(r["concurrency"])
             elif rate and rate != "inf":
@@ -306,7 +342,9 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                 mode, load = "offline", 0.0
             m = re.search(r"num-scheduler-steps (\d+)", r["engine_version"])
             out.append(CalRow(r["id"], src, r["metric"], float(r["value"]), cfg, shape,
-                              mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"]))
+                              mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"],
+                              "uniform" if guidellm and mode == "open" else "poisson",
+                              requests if requests > load else 0))
     return out
 
 
@@ -316,7 +354,10 @@ def estimate(catalog: Catalog, row: CalRow) -> LoadEstimate:
         return estimate_closed_loop(catalog, row.cfg, row.shape, int(row.load),
                                     synchronized=row.shape.output_tokens_p95 is None)
     if row.mode == "open":
-        return estimate_open_loop(catalog, row.cfg, row.shape, row.load)
+        return estimate_open_loop(catalog, row.cfg, row.shape, row.load, uniform_arrivals=row.arrivals == "uniform")
+    if row.mode == "burst" and row.requests:
+        return estimate_capped_burst(catalog, row.cfg, row.shape, row.requests, int(row.load),
+                                     synchronized=row.shape.output_tokens_p95 is None)
     if row.mode == "burst":
         return estimate_burst(catalog, row.cfg, row.shape, int(row.load))
     return estimate_offline(catalog, row.cfg, row.shape)
@@ -357,4 +398,4 @@ def predict_from(row: CalRow, e: LoadEstimate) -> float:
 
 def scenario_key(row: CalRow) -> tuple[object, ...]:
     """Rows with the same key share one estimate."""
-    return (row.cfg, row.shape, row.mode, row.load)
+    return (row.cfg, row.shape, row.mode, row.load, row.arrivals, row.requests)

@@ -38,3 +38,52 @@ def test_awq_rows_served_with_quantization_awq_run_the_unfused_kernels() -> None
     assert gq["gpustackq-0010"] is False and gq["gpustackq-0013"] is True
     assert all(r.cfg.awq_marlin for r in rows if r.cfg.precision != "int4-awq")
     assert "awq_unfused_rows" in BENCHMARK_ASSUMPTIONS
+
+
+def _by_id(prefix: str) -> dict[str, object]:
+    return {r.id: r for r in load_rows(load_catalog()) if r.id.startswith(prefix)}
+
+
+def test_guidellm_constant_rate_rows_are_an_open_loop_at_their_rate_not_a_closed_loop_at_peak() -> None:
+    # GPUStack's benchmark worker runs `benchmark-runner benchmark run --profile constant --rate
+    # <request_rate> --max-requests <total>` (gpustack/worker/benchmark/runner.py _build_command_args);
+    # guidellm's constant profile sends at uniform intervals (AsyncConstantStrategy "Requests arrive at
+    # uniform intervals"); the pages' "peak concurrent requests" is what the server held, an outcome
+    rows = _by_id("gpsq35")
+    for rid, rate in (("gpsq359bl-0111", 1.0), ("gpsq359bl-0133", 4.0), ("gpsq359bl-0001", 8.0),
+                      ("gpsq35moel-0177", 16.0), ("gpsq359b-0187", 1.0), ("gpsq359b-0205", 1.0)):
+        r = rows[rid]
+        assert (r.mode, r.load, r.arrivals) == ("open", rate, "uniform"), rid  # type: ignore[attr-defined]
+    assert "guidellm_constant_rate" in BENCHMARK_ASSUMPTIONS
+
+
+def test_guidellm_unlimited_rate_rows_are_a_burst_of_the_requests_held_in_flight() -> None:
+    # GPUStack's profiles (gpustack/assets/profiles_config/profiles_config.yaml): Throughput 1024/128 sends
+    # 1,000 requests at an unlimited rate (guidellm holds 512 in flight: 'peak concurrent requests=512');
+    # the 35B page ran Long Context (32000/100, 100 requests) and Generation Heavy (1000/2000, 200) at an
+    # unlimited rate too ('request_rate' inf, peak 100 and 200: every request in flight at once)
+    rows = _by_id("gpsq35")
+    for rid, n in (("gpsq359b-0169", 512.0), ("gpsq35moe-0100", 512.0), ("gpsq35moe-0122", 100.0),
+                   ("gpsq35moe-0144", 200.0), ("gpsq359b-0001", 512.0)):
+        r = rows[rid]
+        assert (r.mode, r.load) == ("burst", n), rid  # type: ignore[attr-defined]
+
+
+def test_vllm_bench_serve_with_fewer_prompts_than_max_concurrency_is_a_burst_of_the_prompts() -> None:
+    # Vultr's cookbook runs `vllm bench serve` with 400 prompts (50 at concurrency 1) at an infinite rate
+    # under --max-concurrency c: at c >= 400 all 400 are sent at once (vllm/benchmarks/serve.py limits
+    # in-flight requests with asyncio.Semaphore(max_concurrency)); below, the first c at once and each other
+    # prompt when one finishes (a capped burst: sizing.perf.capped_burst)
+    rows = _by_id("vultrb200")
+    assert [(rows[i].mode, rows[i].load) for i in ("vultrb200-0025", "vultrb200-0029", "vultrb200-0033")] == [  # type: ignore[attr-defined]
+        ("burst", 256.0), ("burst", 400.0), ("burst", 400.0)]
+    assert [rows[i].requests for i in ("vultrb200-0025", "vultrb200-0029", "vultrb200-0001")] == [400, 0, 50]  # type: ignore[attr-defined]
+
+
+def test_guidellm_bursts_of_more_requests_than_its_cap_carry_their_total() -> None:
+    # the 1,000-request ShareGPT runs and the Throughput profile (1,000 requests) go out 512 at a time;
+    # the speculative-decoding block of the 9B page sent 514 ('514 reqs' in its block totals)
+    rows = _by_id("gpsq35")
+    for rid, n in (("gpsq359b-0001", 1000), ("gpsq359b-0169", 1000), ("gpsq359b-0028", 514),
+                   ("gpsq35moe-0122", 0)):
+        assert rows[rid].requests == n, rid  # type: ignore[attr-defined]

@@ -159,3 +159,47 @@ def test_every_constant_records_prior_bounds_fit_and_what_pins_it() -> None:
     held = doc["fit_error"]["held_out"]
     assert {"throughput", "ttft", "itl"} <= set(held) and all(0 < v < 5 for v in held.values())
     assert math.isfinite(doc["goodput_range"]["p10"])
+
+
+def test_uniform_arrivals_queue_less_than_poisson_at_the_same_rate() -> None:
+    # Kingman's G/G/1 wait ρ·s·(c²a + c²s) / (2(1 - ρ)): a constant-rate client (guidellm's constant
+    # profile, one request every 1/rate s, c²a = 0) waits less than Poisson arrivals (c²a = 1) at the same
+    # rate, and the same when nothing queues; throughput is the offered rate either way
+    from sizing.perf.load import estimate_open_loop
+    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16", tp=1)
+    shape = WorkloadShape(2000, 200)
+    high = [estimate_open_loop(CAT, cfg, shape, 12.0, uniform_arrivals=u) for u in (False, True)]
+    assert high[1].ttft_ms < high[0].ttft_ms and high[1].ttft_p99_ms < high[0].ttft_p99_ms
+    assert high[1].requests_per_s == pytest.approx(high[0].requests_per_s, rel=1e-6)
+    low = [estimate_open_loop(CAT, cfg, shape, 0.05, uniform_arrivals=u) for u in (False, True)]
+    assert low[1].ttft_ms == pytest.approx(low[0].ttft_ms, rel=0.02)
+
+
+def test_a_burst_held_to_a_cap_in_flight_mixes_the_first_wave_and_a_closed_loop() -> None:
+    # guidellm sends a 1,000-request throughput run at most 512 in flight and times each request from
+    # when it sends it: the first 512 meet a burst, the other 488 a server running ~512 sequences
+    from sizing.perf.capped_burst import estimate_capped_burst
+    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16", tp=1)
+    shape = WorkloadShape(1024, 128)
+    first = estimate_burst(CAT, cfg, shape, 512)
+    assert estimate_capped_burst(CAT, cfg, shape, 400, 512) == estimate_burst(CAT, cfg, shape, 400)
+    both = estimate_capped_burst(CAT, cfg, shape, 1000, 512)
+    closed = estimate_closed_loop(CAT, cfg, shape, 512)
+    lo, hi = sorted((first.ttft_ms, closed.ttft_ms))
+    assert lo < both.ttft_ms < hi
+    assert both.ttft_p50_ms <= both.ttft_p95_ms <= both.ttft_p99_ms
+    assert both.ttft_p99_ms <= max(first.ttft_p99_ms, closed.ttft_p99_ms) * 1.05
+    lo, hi = sorted((first.output_tokens_per_s, closed.output_tokens_per_s))
+    assert lo <= both.output_tokens_per_s <= hi
+
+
+def test_e2e_percentiles_follow_long_tailed_output_lengths() -> None:
+    # a request's E2E is its TTFT plus its own output's decode steps: with ShareGPT-like outputs (p95 = 3 x
+    # mean) the median request ends before the mean one and the p95 one takes about p95 / mean as long
+    from sizing.perf.load import estimate_open_loop
+    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16", tp=1)
+    fixed = estimate_open_loop(CAT, cfg, WorkloadShape(300, 280), 2.0)
+    tail = estimate_open_loop(CAT, cfg, WorkloadShape(300, 280, 900, 840), 2.0)
+    assert tail.e2e_p50_ms < tail.e2e_latency_ms < tail.e2e_p95_ms <= tail.e2e_p99_ms
+    assert tail.e2e_p95_ms > 2.0 * tail.e2e_p50_ms
+    assert fixed.e2e_p95_ms < 1.5 * fixed.e2e_p50_ms

@@ -163,6 +163,7 @@ class _Ctx:
     request_overhead_s: float
     frontend_s_per_request: float  # the API server's ingest time per prompt, s
     bandwidth_fraction: float  # achieved share of the GPU's datasheet memory bandwidth (0..1)
+    cv2_arrival: float = 1.0  # squared coefficient of variation of inter-arrival times: 1 Poisson, 0 uniform
     memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -386,12 +387,14 @@ def _wait_q(mean: float, rho: float, q: float) -> float:
 
 
 def _wait_s(c: _Ctx, lam: float, service: float, busy: float) -> tuple[float, float]:
-    """(mean, ρ) of the M/G/1 wait for the prefill server at arrival rate `lam` (1/s): utilization
-    from the marginal prefill time `busy`, each waiting request ahead costing its wall-clock `service`."""
+    """(mean, ρ) of the G/G/1 wait for the prefill server at arrival rate `lam` (1/s): utilization
+    from the marginal prefill time `busy`, each waiting request ahead costing its wall-clock `service`.
+    Kingman's approximation ρ·s·(c²a + c²s) / (2(1 - ρ)): exact for Poisson arrivals (c²a = 1, the
+    Pollaczek-Khinchine M/G/1 mean); c²a = 0 for arrivals at uniform intervals (a constant-rate client)."""
     rho = lam * busy
     if rho >= 1.0:
         return math.inf, rho
-    return rho * service * (1.0 + c.cv2_service) / (2.0 * (1.0 - rho)), rho
+    return rho * service * (c.cv2_arrival + c.cv2_service) / (2.0 * (1.0 - rho)), rho
 
 
 @dataclass(frozen=True)
@@ -461,13 +464,24 @@ def _bound(c: _Ctx, batch: float, capped: bool) -> tuple[str, str]:
                                 f"({mem * 1e3:.1f} ms) which outweighs the math ({comp * 1e3:.1f} ms)")
 
 
+def _decode_steps_q(c: _Ctx, q: float) -> float:
+    """Decode steps of the request at percentile q of output length: log-normal from the mean and p95
+    (long-tailed outputs such as ShareGPT's); the mean when the lengths are fixed. A request's E2E is its
+    TTFT plus its own output's steps, so E2E percentiles over requests follow the output lengths (their
+    median below the mean, their p95 near the p95 output)."""
+    if c.decode_steps_p95 <= c.decode_steps:
+        return c.decode_steps
+    sig = lognormal_sigma(c.decode_steps, c.decode_steps_p95)
+    return c.decode_steps * math.exp(sig * Z[q] - sig * sig / 2.0)
+
+
 def _estimate(c: _Ctx, shape: WorkloadShape, pt: _Point, concurrency: float, capped: bool) -> LoadEstimate:
     e2e = pt.ttft_s + c.decode_steps * pt.itl_s
     bound, why = _bound(c, pt.batch, capped)
     b, itl = pt.batch, pt.itl_s
     tq = {q: _tpot_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
     iq = {q: _itl_q_s(c, b, itl, q) for q in (0.5, 0.95, 0.99)}
-    e2e_q = {q: pt.ttft_q_s[q] + c.decode_steps * tq[q] for q in (0.5, 0.95, 0.99)}
+    e2e_q = {q: pt.ttft_q_s[q] + _decode_steps_q(c, q) * tq[q] for q in (0.5, 0.95, 0.99)}
     return LoadEstimate(
         concurrency=concurrency, requests_per_s=pt.lam, output_tokens_per_s=pt.lam * shape.output_tokens,
         ttft_ms=pt.ttft_s * 1e3, ttft_p95_ms=pt.ttft_q_s[0.95] * 1e3, itl_ms=itl * 1e3,
@@ -547,9 +561,13 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
 
 
 def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
-                       requests_per_s: float) -> LoadEstimate:
-    """Poisson arrivals at `requests_per_s`; the active batch solves B = R × (TTFT + decode time)."""
+                       requests_per_s: float, uniform_arrivals: bool = False) -> LoadEstimate:
+    """Poisson arrivals at `requests_per_s` (or, with `uniform_arrivals`, one every 1/requests_per_s s:
+    a constant-rate client such as guidellm's constant profile, which queues less); the active batch
+    solves B = R × (TTFT + decode time)."""
     c = _ctx(catalog, cfg, shape)
+    if uniform_arrivals:
+        c = replace(c, cv2_arrival=0.0, memo={})
     if c.max_running < 1:
         return _infeasible_estimate(c, 0.0)
     r = max(requests_per_s, 1e-9)
