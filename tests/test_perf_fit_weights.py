@@ -1,0 +1,35 @@
+"""The fit's weights (bench/fitting.py): each (publisher group, metric group) weighs equally, the
+validation's unit of evidence (issue 31), whatever the number of sources or rows the group holds."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
+
+from bench.fitting import _weights
+
+
+def _rows(spec: list[tuple[str, str, int]]) -> list[SimpleNamespace]:
+    return [SimpleNamespace(source=s, metric=m) for s, m, n in spec for _ in range(n)]
+
+
+def test_each_publisher_group_and_metric_weighs_the_same_however_many_pages() -> None:
+    # two GPUStack pages (one lab, one harness) against SGLang's one run
+    rows = _rows([("gpsoss20a", "output_tok_s_total", 3), ("gpsq235a", "output_tok_s_total", 1),
+                  ("sgl060", "output_tok_s_total", 2), ("sgl060", "ttft_ms", 5)])
+    w = _weights(rows)  # type: ignore[arg-type]
+    total: dict[tuple[str, str], float] = defaultdict(float)
+    for r, x in zip(rows, w, strict=True):
+        total[("sglang" if r.source == "sgl060" else "gpustack", r.metric)] += float(x) ** 2
+    assert total[("gpustack", "output_tok_s_total")] == pytest.approx(total[("sglang", "output_tok_s_total")])
+    assert total[("sglang", "ttft_ms")] == pytest.approx(total[("sglang", "output_tok_s_total")])
+    assert sum(total.values()) == pytest.approx(1.0)
+    # the pages of one group share its weight row by row
+    assert w[0] == pytest.approx(w[3])
+
+
+def test_a_source_without_a_group_is_refused_in_one_line() -> None:
+    with pytest.raises(SystemExit, match="no group in source_groups.csv"):
+        _weights(_rows([("nosuchsrc", "ttft_ms", 1)]))  # type: ignore[arg-type]
