@@ -33,3 +33,21 @@ def test_each_publisher_group_and_metric_weighs_the_same_however_many_pages() ->
 def test_a_source_without_a_group_is_refused_in_one_line() -> None:
     with pytest.raises(SystemExit, match="no group in source_groups.csv"):
         _weights(_rows([("nosuchsrc", "ttft_ms", 1)]))  # type: ignore[arg-type]
+
+
+def test_the_robust_knee_is_one_log_error_in_every_cell() -> None:
+    """The soft-L1 acts on each row's log residual before its weight: a row 2.7x off is down-weighted
+    alike in SGLang's 8-row cell and in GPUStack's ~1,000-row one (scipy's f_scale on the weighted
+    residual put the knee at 0.05 * sqrt(n_cell * n_cells): 0.7 for 8 rows, never for 1,000)."""
+    import numpy as np
+
+    from bench.fitting import ROW_SCALE, soft_l1
+
+    r = np.array([1e-3, ROW_SCALE, 1.0, -1.0, 3.0])
+    f = soft_l1(r, ROW_SCALE)
+    assert f[0] == pytest.approx(r[0], rel=1e-3)  # least squares below the knee
+    assert np.all(np.sign(f) == np.sign(r)) and np.all(np.diff(np.abs(f[[0, 1, 2, 4]])) > 0)
+    loss = f ** 2 / 2  # the soft-L1 loss itself
+    assert loss == pytest.approx(ROW_SCALE ** 2 * (np.sqrt(1 + (r / ROW_SCALE) ** 2) - 1))
+    assert loss[4] / loss[2] == pytest.approx(3.0, rel=0.2)  # linear far above the knee, not 9x
+    assert 0.1 <= ROW_SCALE <= 0.3  # the latency target's order, not tuned
