@@ -44,9 +44,11 @@ NAMES = list(FITTED)  # constants with ParamSpec.fixed stay at their priors (Cal
 # *weighted* residual, so the knee sat at |r| = 0.05 * sqrt(n_cell * n_cells): 0.7 for a 9-row cell,
 # 5-8 for GPUStack's ~1,000-row cells (never reached: clipped at 3), i.e. plain least squares.
 ROW_SCALE = 0.18
-# the prior penalty of all constants together weighs PRIOR_WEIGHT**2 against the whole data set (whose
-# squared row weights sum to 1): a constant 1 sigma off its prior costs (0.15**2 / n_constants)
-PRIOR_WEIGHT = 0.15
+# the prior penalty of all constants together weighs as much as PRIOR_CELLS (group, metric group)
+# cells of rows (the data's squared weights sum to 1, 1 / n_cells per cell). 1.76 = the strength the
+# fit had before 2026-12-03, 0.15**2 of the data over its 78 (source, metric group) cells, kept in the
+# unit of evidence: a fixed 0.15**2 over 24 group cells would have cut the prior to 0.54 of a cell.
+PRIOR_CELLS = 0.15 ** 2 * 78
 
 
 def use(values: dict[str, float]) -> None:
@@ -78,6 +80,12 @@ def _weights(rows: list[CalRow]) -> np.ndarray:
     return np.array([1.0 / math.sqrt(counts[c] * len(counts)) for c in cells])
 
 
+def prior_weight(rows: list[CalRow]) -> float:
+    """Weight of the prior residuals: their squares sum to PRIOR_CELLS cells' worth of the data."""
+    key = group_key()
+    return math.sqrt(PRIOR_CELLS / len({(key(r), metric_group(r.metric)) for r in rows}))
+
+
 def soft_l1(r: np.ndarray, scale: float) -> np.ndarray:
     """Signed residuals whose squares are the soft-L1 loss of log residuals `r` at knee `scale`:
     f**2 / 2 = scale**2 * (sqrt(1 + (r / scale)**2) - 1), about r**2 / 2 below the knee and scale * |r|
@@ -90,6 +98,7 @@ def fit(catalog: Catalog, rows: list[CalRow], max_nfev: int = 400) -> tuple[dict
     """Fitted values (name -> value) and the final cost. Starts from the priors."""
     meas = np.log(np.array([r.value for r in rows]))
     w = _weights(rows)
+    pw = prior_weight(rows)
     prior = np.log([PARAMS[n].prior for n in NAMES])
     sig = np.array([PARAMS[n].sigma for n in NAMES])
     lo = np.log([PARAMS[n].lo for n in NAMES])
@@ -99,7 +108,7 @@ def fit(catalog: Catalog, rows: list[CalRow], max_nfev: int = 400) -> tuple[dict
         vals = dict(zip(NAMES, np.exp(x), strict=True))
         pred = np.log(np.maximum(predictions(catalog, rows, vals), 1e-9))
         return np.concatenate([w * soft_l1(np.clip(pred - meas, -3, 3), ROW_SCALE),
-                               PRIOR_WEIGHT * (x - prior) / sig / math.sqrt(len(x))])
+                               pw * (x - prior) / sig / math.sqrt(len(x))])
 
     # the robust loss is already in the row residuals (soft_l1); the prior is Gaussian (least squares)
     res = least_squares(resid, prior, bounds=(lo, hi), loss="linear", x_scale=1.0,

@@ -51,3 +51,15 @@ def test_the_robust_knee_is_one_log_error_in_every_cell() -> None:
     assert loss == pytest.approx(ROW_SCALE ** 2 * (np.sqrt(1 + (r / ROW_SCALE) ** 2) - 1))
     assert loss[4] / loss[2] == pytest.approx(3.0, rel=0.2)  # linear far above the knee, not 9x
     assert 0.1 <= ROW_SCALE <= 0.3  # the latency target's order, not tuned
+
+
+def test_the_prior_weighs_a_fixed_number_of_cells_of_evidence() -> None:
+    """The prior's strength is stated in (group, metric group) cells, so grouping the rows (fewer,
+    heavier cells) does not silently weaken it: its squared weight is PRIOR_CELLS / n_cells."""
+    from bench.fitting import PRIOR_CELLS, prior_weight
+
+    few = _rows([("sgl060", "ttft_ms", 3), ("gpsoss20a", "ttft_ms", 5)])
+    many = few + _rows([("sgl060", "itl_ms", 2), ("nim", "itl_ms", 2), ("r2rz", "itl_ms", 1)])
+    assert prior_weight(few) ** 2 * 2 == pytest.approx(PRIOR_CELLS)  # type: ignore[arg-type]
+    assert prior_weight(many) ** 2 * 5 == pytest.approx(PRIOR_CELLS)  # type: ignore[arg-type]
+    assert 1.0 <= PRIOR_CELLS <= 3.0  # 0.15**2 x 78: the strength of the fit before group weights
