@@ -41,8 +41,9 @@ NAMES = list(FITTED)  # constants with ParamSpec.fixed stay at their priors (Cal
 # soft-L1 knee on each row's log(pred / meas): the 18 % TTFT / ITL target read as a log
 # residual. Rows within it count as least squares, rows further off as |r| (robust), whatever the
 # size of their (group, metric group) cell. Before 2026-12-03 scipy's f_scale 0.05 acted on the
-# *weighted* residual, so the knee sat at |r| = 0.05 * sqrt(n_cell * n_cells): 0.7 for a 9-row cell,
-# 5-8 for GPUStack's ~1,000-row cells (never reached: clipped at 3), i.e. plain least squares.
+# *weighted* residual, so the knee sat at |r| = 0.05 * sqrt(n_cell * n_cells): per source, 1.3 for 9 rows
+# to 10 for 525 (clipped at 3: never reached), i.e. plain least squares; per group it would have been
+# 0.7 for SGLang's 8-row cells and 7-8 for GPUStack's ~1,000-row ones.
 ROW_SCALE = 0.18
 # the prior penalty of all constants together weighs as much as PRIOR_CELLS (group, metric group)
 # cells of rows (the data's squared weights sum to 1, 1 / n_cells per cell). 1.76 = the strength the
