@@ -17,7 +17,6 @@ the leave-one-GPU-out one; --json writes every held-out row's prediction.
 
 from __future__ import annotations
 
-import csv
 import json
 import statistics
 import sys
@@ -32,35 +31,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.calib_rows import CalRow, load_rows, metric_group, predict  # noqa: E402
 from bench.fitting import fit, predictions  # noqa: E402
+from bench.source_groups import GROUPS_FILE, group_key, source_groups  # noqa: E402,F401
 from sizing.catalog.calibration import override_calibration  # noqa: E402
 from sizing.catalog.lookup import Catalog, load_catalog  # noqa: E402
 
 GROUPS = ("throughput", "ttft", "itl", "e2e")
 STATS = ("mean", "p50", "p95", "p99")
 TARGETS = {"throughput": 0.12, "ttft": 0.18, "itl": 0.18}
-GROUPS_FILE = Path(__file__).resolve().parent / "source_groups.csv"
 LONG_PROMPT = 4096  # tokens: the "long prompts" regime
 LOW_CONCURRENCY = 8  # closed loop at or below: "low load"
 LOW_RATE = 2.0  # requests/s, Poisson at or below: "low load"; above: "near capacity"
 HIGH_CONCURRENCY = 64  # closed loop at or above: "near capacity"
 
 Err = list[tuple[CalRow, float, float]]  # (row, prediction, |pred - meas| / meas)
-
-
-def source_groups() -> dict[str, str]:
-    """source prefix -> publisher/harness group (bench/source_groups.csv, each with its reason)."""
-    with open(GROUPS_FILE, newline="", encoding="utf-8") as f:
-        return {r["source"]: r["group"] for r in csv.DictReader(f)}
-
-
-def group_key() -> Callable[[CalRow], str]:
-    groups = source_groups()
-
-    def key(r: CalRow) -> str:
-        if r.source not in groups:
-            raise SystemExit(f"error: source {r.source!r} has no group in {GROUPS_FILE.name}: add its row")
-        return groups[r.source]
-    return key
 
 
 def regimes(r: CalRow) -> list[str]:

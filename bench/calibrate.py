@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.accuracy import goodput_range, group_key, held_out, summarize  # noqa: E402
 from bench.calib_rows import BENCHMARK_ASSUMPTIONS, load_rows  # noqa: E402
-from bench.fitting import PRIOR_WEIGHT, fit, pinned_by, predictions  # noqa: E402
+from bench.fitting import PRIOR_CELLS, ROW_SCALE, fit, pinned_by, predictions  # noqa: E402
 from sizing.catalog.calibration import CALIBRATION_FILE, PARAMS, override_calibration  # noqa: E402
 from sizing.catalog.lookup import load_catalog  # noqa: E402
 
@@ -82,8 +82,12 @@ def main(argv: list[str]) -> int:
         "fitted_on": dt.date.today().isoformat(),
         "source_file": "bench/calibration/perf_points*.csv (published benchmarks; see their README)",
         "rows": len(rows),
-        "method": "scipy least_squares (soft-L1, bounded, in log space) on log(pred/meas); each (source, metric "
-                  f"group) weighs equally; prior penalty {PRIOR_WEIGHT} x log(value/prior)/sigma per constant",
+        "method": f"scipy least_squares (bounded, in log space) on log(pred/meas), soft-L1 per row with its knee at "
+                  f"|log(pred/meas)| = {ROW_SCALE} (the 18 % latency target; the same in every cell); each "
+                  "(publisher group, metric group) weighs equally (bench/source_groups.csv: the validation's unit of "
+                  "evidence; pages of one lab and harness are not independent, so they share one group's weight "
+                  "instead of each weighing as much as another publisher); prior penalty log(value/prior)/sigma per "
+                  f"constant, all constants together weighing as much as {PRIOR_CELLS:.2f} (group, metric group) cells",
         "cost": round(cost, 5),
         "parameters": params,
         "goodput_range": {"p10": round(g_range[0], 3), "p90": round(g_range[1], 3),
