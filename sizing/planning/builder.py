@@ -271,8 +271,40 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
     return out
 
 
+def _classes_composite(cat: Catalog, model: ModelArch, stack: Stack, mix: Mix, pools: list[Pool]) -> list[Pool]:
+    """Pools that serve every request class of the stack, with their latency figures per class: on each
+    metric, the class that sets the stack's tightest target on it (the pool's target line is that class's),
+    else the slowest class, each class alone at its share of the pool's load (_class_per_replica). The mix's
+    mean shape (the classes' weighted lengths against the tightest targets) is what the pre-search no longer
+    sizes with (sizing.planning.class_shapes), and at it a replica sized for the classes may find no steady
+    state. A replay, when the plan has one, replaces these (sizing.planning.class_results)."""
+    own = interactive_classes(stack.workload)
+    if len(own) < 2:
+        return pools
+    out = []
+    for pool in pools:
+        part = next((pt for pt in mix.parts if pt.ev.cand.instance.instance_type == pool.instance_type
+                     and pt.ev.cand.tp == pool.tensor_parallel and pt.ev.cand.pp == pool.pipeline_parallel
+                     and pt.ev.cand.precision == pool.precision), None)
+        if part is None or pool.request_class:
+            out.append(pool)
+            continue
+        per = {c.name: _class_per_replica(cat, model, stack, part, c, pool.replicas, pool.redundancy_replicas,
+                                          "", share=pool.demand_share) for c in own}
+        upd: dict[str, object] = {}
+        for m in ("ttft", "itl", "tpot", "e2e"):
+            tight = [(v, c.name) for c in own for m2, _, v in c.slo.targets() if m2 == m]
+            name = min(tight)[1] if tight else max(per, key=lambda n: per[n].percentile(m, "p95"))
+            for q in ("p50", "p95", "p99"):
+                upd[f"{m}_{q}_ms"] = getattr(per[name], f"{m}_{q}_ms")
+            if m in ("ttft", "itl"):
+                upd[f"{m}_ms"] = getattr(per[name], f"{m}_ms")
+        out.append(pool.model_copy(update={"per_replica": pool.per_replica.model_copy(update=upd)}))
+    return out
+
+
 def _class_per_replica(cat: Catalog, model: ModelArch, stack: Stack, part: MixPart, c: RequestClass,
-                       replicas: int, red: int, suffix: str) -> PerReplica:
+                       replicas: int, red: int, suffix: str, share: float = 1.0) -> PerReplica:
     """A dedicated pool's per-replica figures: its class alone (sizing.planning.class_shapes.class_workload:
     its lengths, targets and load) on the pool's replicas, so the pool is judged on its own requests (its
     flags, context length and names stay the stack's: any request may reach it by the plain name)."""
@@ -284,7 +316,7 @@ def _class_per_replica(cat: Catalog, model: ModelArch, stack: Stack, part: MixPa
     from sizing.perf.goodput import goodput
 
     g = class_goodput(cat, _cfg(model, ev, stack), wc, dem.mode, goodput)
-    one = MixPart(replace(ev, gp=g), part.instances, replicas, 1.0)
+    one = MixPart(replace(ev, gp=g), part.instances, replicas, share)
     return _priced_pool(cat, model, replace(stack, workload=wc), dem, one, stack.hardware.purchase, replicas, red,
                         [], suffix).per_replica
 
@@ -425,7 +457,7 @@ def build_plan(cat: Catalog, model: ModelArch, stack: Stack, strategy: str, main
                             "per pair; a split with more of it was not examined (its saving is at most rounding)")
     else:
         mix = Mix((MixPart(best, best.instances, best.replicas, 1.0),), best.usd_per_hour)
-    pools = _pools_for_purchase(cat, model, stack, demand, mix, warnings)
+    pools = _classes_composite(cat, model, stack, mix, _pools_for_purchase(cat, model, stack, demand, mix, warnings))
     if replicas_by_class:
         pools = _class_pools(cat, model, stack, demand, mix, pools, replicas_by_class, warnings)
     nodes_max = sum(p.instances_max for p in pools)
