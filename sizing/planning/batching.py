@@ -250,11 +250,15 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
     # H100's default-flags cost is 1.8x the L40S's, its tuned one 0.8x)
     # (GPU types whose default-flags cost is beyond GRID_WINDOW of the cheapest are not gridded: no tuning gain
     # seen comes near that)
-    first: dict[str, int] = {}
+    # (per GPU type and tensor parallelism: the tuning gain differs by parallelism too, so the cheapest of a GPU
+    # type on default flags is not always its cheapest tuned; prod at 1,000 users: the H100's cheapest on
+    # default flags was TP4 on p5.48xlarge, $120,538/month, its TP1 on p5.4xlarge $145,650 on default flags and
+    # $40,179 tuned, and the plan went to L40S at $73,361; tests/test_planner.py)
+    first: dict[tuple[str, int], int] = {}
     floor = feasible[ranked[0]].usd_per_hour if ranked else 0.0
     for i in ranked:
         if feasible[i].usd_per_hour <= floor * GRID_WINDOW:
-            first.setdefault(feasible[i].cand.instance.gpu, i)
+            first.setdefault((feasible[i].cand.instance.gpu, feasible[i].cand.tp), i)
     from sizing.perf.sim import SimulationStopped
 
     grids: dict[int, tuple[int, int, Goodput]] = {}
