@@ -1,16 +1,17 @@
-# Deployment vllm-g6e-xlarge, container vllm
-vllm serve \
-    /models/model \
+# Deployment vllm-g6e-xlarge, container sglang
+python3 -m sglang.launch_server \
+    --model-path /models/model \
     --host 0.0.0.0 \
     --port 8000 \
+    --api-key '$(SGLANG_API_KEY)' \
     --served-model-name llama-3-8b-instruct \
-    --tensor-parallel-size 1 \
-    --pipeline-parallel-size 1 \
-    --max-model-len 8192 \
-    --max-num-seqs 157 \
-    --max-num-batched-tokens 8192 \
-    --gpu-memory-utilization 0.9 \
+    --tp 1 \
+    --context-length 8192 \
+    --max-running-requests 161 \
+    --chunked-prefill-size 8192 \
+    --mem-fraction-static 0.88 \
     --kv-cache-dtype auto \
     --dtype auto \
-    --enable-prefix-caching \
-    --quantization fp8_per_tensor
+    --schedule-policy fcfs \
+    --enable-metrics \
+    --quantization fp8

@@ -8,7 +8,7 @@ vllm serve \
     --pipeline-parallel-size 2 \
     --max-model-len 131072 \
     --max-num-seqs 256 \
-    --max-num-batched-tokens 512 \
+    --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
@@ -28,7 +28,7 @@ vllm serve \
     --pipeline-parallel-size 2 \
     --max-model-len 131072 \
     --max-num-seqs 256 \
-    --max-num-batched-tokens 512 \
+    --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \

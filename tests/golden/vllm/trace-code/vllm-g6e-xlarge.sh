@@ -8,7 +8,7 @@ vllm serve \
     --pipeline-parallel-size 1 \
     --max-model-len 131072 \
     --max-num-seqs 28 \
-    --max-num-batched-tokens 512 \
+    --max-num-batched-tokens 8192 \
     --gpu-memory-utilization 0.9 \
     --kv-cache-dtype auto \
     --dtype auto \
