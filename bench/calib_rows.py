@@ -101,20 +101,6 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                      "--max-num-batched-tokens, --max-num-seqs / --max-running-requests, --async-scheduling, "
                      "--enforce-eager / --disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / "
                      "--mem-fraction-static",
-    "async_default": {
-        "rule": "the engine overlaps its CPU scheduling with the GPU step unless a flag or an option turns it off: "
-                "vLLM >= 0.14 (async scheduling on by default) with pp 1 and no speculative method outside "
-                "EAGLE/MTP; SGLang >= 0.4 (overlap scheduler on by default) with pp 1, no --speculative-algorithm "
-                "and no --disable-overlap-schedule. r2rz's 'latest docker image as of 2026-05-09' SGLang is "
-                "ASSUMED >= 0.4 (SGLang 0.5.x was current then)",
-        "source": "vllm/config/vllm.py (0.14+) VllmConfig: 'elif self.scheduler_config.async_scheduling is None: "
-                  "# Enable async scheduling unless there is an incompatible option. if self.parallel_config."
-                  "pipeline_parallel_size > 1: ... async_scheduling = False elif self.speculative_config is not "
-                  "None and self.speculative_config.method not in get_args(EagleModelTypes): ... = False'; "
-                  "sglang 0.4.3.post2 / 0.4.6 / 0.5.4.post2 srt/server_args.py: 'disable_overlap_schedule: bool "
-                  "= False', 'Disable the overlap scheduler, which overlaps the CPU scheduler with GPU model "
-                  "worker.', EAGLE/NEXTN: 'self.disable_overlap_schedule = True', 0.5.4: 'Pipeline parallelism "
-                  "is incompatible with overlap schedule.' (wheels read 2026-12-03)"},
     "vllm_v1_defaults": {
         "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 "
                 "sequences and 8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise "
@@ -219,23 +205,6 @@ def _vllm_v1(version: str) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 8)
 
 
-def async_by_default(engine: str, version: str, pp: int, notes: str) -> bool:
-    """Whether the row's engine overlaps CPU scheduling with the GPU step by itself
-    (BENCHMARK_ASSUMPTIONS['async_default']): vLLM >= 0.14 and SGLang >= 0.4, pp 1, no speculative
-    method that turns it off, no flag that does."""
-    if pp > 1:
-        return False
-    ver = _version(version)
-    if engine == "vllm":
-        spec = re.search(r'"method"\s*:\s*"(\w+)"', notes) if "--speculative-config" in notes else None
-        return ver >= (0, 14) and "--no-async-scheduling" not in notes and (
-            spec is None or spec.group(1) in ("eagle", "eagle3", "mtp"))
-    if engine == "sglang":
-        recent = ver >= (0, 4) or (ver == (0, 0) and "latest docker image as of 2026" in version)
-        return recent and "--speculative-algorithm" not in notes and "--disable-overlap-schedule" not in notes
-    return False
-
-
 def _vllm_v1_defaults(gpu: str, version: str) -> dict[str, int | float | bool]:
     """BENCHMARK_ASSUMPTIONS['vllm_v1_defaults']: the engine limits a vLLM V1 server picks by itself."""
     m = re.match(r"(\d+)\.(\d+)", version)
@@ -323,7 +292,7 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                     engine == "tensorrt-llm" and "--backend pytorch" in notes and "cuda_graph" not in notes
                     and _version(r["engine_version"]) < (1, 0)):  # BENCHMARK_ASSUMPTIONS["trtllm_pytorch_eager"]
                 limits["cuda_graphs"] = False
-            if "--async-scheduling" in notes or async_by_default(engine, r["engine_version"], int(r["pp"] or 1), notes):
+            if "--async-scheduling" in notes:
                 limits["async_scheduling"] = True
             # BENCHMARK_ASSUMPTIONS["awq_unfused_rows"]
             if re.search(r"--quantization awq(?!_marlin)\b", notes) or (

@@ -87,38 +87,3 @@ def test_guidellm_bursts_of_more_requests_than_its_cap_carry_their_total() -> No
     for rid, n in (("gpsq359b-0001", 1000), ("gpsq359b-0169", 1000), ("gpsq359b-0028", 514),
                    ("gpsq35moe-0122", 0)):
         assert rows[rid].requests == n, rid  # type: ignore[attr-defined]
-
-
-def test_engines_that_overlap_scheduling_by_default_run_async() -> None:
-    # vLLM >= 0.14 vllm/config/vllm.py: "Enable async scheduling unless there is an incompatible option"
-    # (pp > 1, a speculative method outside EAGLE/MTP); SGLang >= 0.4 srt/server_args.py:
-    # `disable_overlap_schedule: bool = False`, turned on by EAGLE/NEXTN speculative decoding and by pp > 1
-    rows = load_rows(load_catalog())
-
-    def runs(src: str, engine: str, version: str) -> set[bool]:
-        return {r.cfg.async_scheduling for r in rows if r.source == src and r.cfg.engine == engine
-                and (r.cfg.engine_version or (0, 0))[:2] == tuple(int(x) for x in version.split("."))}
-
-    assert runs("r2rz", "vllm", "0.20") == {True}
-    assert runs("r2rz", "vllm", "0.8") == {False}
-    assert runs("vultrb200", "vllm", "0.16") == {True}
-    assert runs("gpsq359b", "vllm", "0.17") == {True}  # MTP speculation keeps async on
-    assert runs("r2rz", "sglang", "0.4") == {True}
-    assert {r.cfg.async_scheduling for r in rows if r.source == "r2rz" and r.cfg.engine == "sglang"} == {True}
-    assert runs("sgl060", "sglang", "0.3") == {False}
-    assert runs("dsr1h200", "sglang", "0.4") == {True}
-    eagle = [r for r in rows if r.source == "gpsdsr1" and r.cfg.engine == "sglang" and r.cfg.precision]
-    assert {r.cfg.async_scheduling for r in eagle if r.id in _eagle_ids()} == {False}
-    assert {r.cfg.async_scheduling for r in rows if r.cfg.engine == "sglang" and r.cfg.pp > 1} == {False}
-    assert "async_default" in BENCHMARK_ASSUMPTIONS
-
-
-def _eagle_ids() -> set[str]:
-    import csv
-
-    from bench.calib_rows import DEFAULT_CSVS
-    out = set()
-    for f in DEFAULT_CSVS:
-        with open(f) as fh:
-            out |= {r["id"] for r in csv.DictReader(fh) if "--speculative-algorithm" in r["notes"]}
-    return out
