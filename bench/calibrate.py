@@ -80,7 +80,8 @@ def main(argv: list[str]) -> int:
         "what": "fitted constants of the performance model (sizing/perf/step.py, sizing/perf/load.py); written by "
                 "bench/calibrate.py, do not edit by hand",
         "fitted_on": dt.date.today().isoformat(),
-        "source_file": "bench/calibration/perf_points*.csv (published benchmarks; see their README)",
+        "source_file": "bench/calibration/perf_points.csv + perf_points_2026.csv + perf_points_2026_ext.csv "
+                       "(published benchmarks; see their README)",
         "rows": len(rows),
         "method": f"scipy least_squares (bounded, in log space) on log(pred/meas), soft-L1 per row with its knee at "
                   f"|log(pred/meas)| = {ROW_SCALE} (the 18 % latency target; the same in every cell); each "

@@ -174,7 +174,9 @@ def test_nodepool_limits_must_admit_replicas_max() -> None:
     plan = res.plan.model_copy(update={"pools": [cb, rest.model_copy(update={"replicas_max": rest.instances_max + 2})]})
     problems = check_deployable(FitContext(stack=res.stack, plan=plan, catalog=h.catalog())).problems
     (p,) = [p for p in problems if p.rule == "karpenter-limits"]
-    assert p.subject == rest.name and "needs 5 nodes" in p.message and "nvidia.com/gpu 24 < 40" in p.message
+    gpus = rest.gpus_per_instance
+    assert p.subject == rest.name and f"needs {rest.instances_max + 2} nodes" in p.message, p.message
+    assert f"nvidia.com/gpu {rest.instances_max * gpus} < {(rest.instances_max + 2) * gpus}" in p.message, p.message
     # the same plan on managed node groups has no NodePool to limit
     mng = _with_provisioner(res.stack, "managed-node-groups")
     assert not [p for p in check_deployable(FitContext(stack=mng, plan=plan, catalog=h.catalog())).problems
@@ -227,7 +229,7 @@ def test_nodepools_are_priced_as_the_plan_prices_the_pools(tmp_path: Path) -> No
     cb, rest = res.plan.pools
     block = lines["GPU instances (capacity-block, p5.48xlarge)"]
     assert block.quantity == cb.instances_desired and block.unit == "instances (max 2)" and block.usd_per_month
-    assert lines["GPU instances (on-demand, p5.48xlarge)"].unit == "instances (max 3)"
+    assert lines["GPU instances (on-demand, p5.48xlarge)"].unit == f"instances (max {rest.instances_max})"
     assert lines["Node root volumes (EBS gp3)"].usd_per_month is not None
 
 

@@ -161,7 +161,8 @@ def test_prefix_cache_hits_cut_ttft() -> None:
 
 def test_calibration_file_says_what_it_is() -> None:
     doc = json.loads(CALIBRATION_FILE.read_text())
-    assert doc["fitted_on"] and "perf_points.csv" in doc["source_file"]
+    assert doc["fitted_on"] and all(f in doc["source_file"] for f in (
+        "perf_points.csv", "perf_points_2026.csv", "perf_points_2026_ext.csv"))
     assert set(doc["fit_error"]["overall"]) >= {"throughput", "ttft", "itl"}
 
 

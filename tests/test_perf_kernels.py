@@ -26,7 +26,8 @@ def test_tensorrt_llm_schedules_its_batch_in_cpp_not_at_a_python_engines_cost_pe
     # trtllm-bench's offline runs batch up to 4,096 sequences (trt013: Llama-3.1-8B FP8 on H200, 128/128,
     # 28,126 output tok/s measured). At vLLM's fitted per-sequence cost (~54 µs) the CPU alone took
     # 220 ms a step, twice the GPU's work, and the prediction was 12,064 tok/s.
-    assert CAL.overhead_per_seq_s("tensorrt-llm") * 10 < CAL.overhead_per_seq_s("vllm")
+    # (fitted 2026-12-03 by publisher group: vLLM's per-sequence cost 19 µs, TensorRT-LLM's held at 2 µs)
+    assert CAL.overhead_per_seq_s("tensorrt-llm") * 5 < CAL.overhead_per_seq_s("vllm")
     sm = _sm("llama-3.1-8b-instruct", "H200", "fp8", engine="tensorrt-llm")
     step = sm.step_s(4096, 192, 4096, 64)
     assert step - sm.gpu_s(4096, 192, 4096, 64) < 0.1 * step  # was 0.63 of the step

@@ -144,8 +144,9 @@ config:
 """
 
 
-@pytest.mark.parametrize("itl", [29])
-def test_the_search_simulates_the_concurrency_the_user_asked(tmp_path: Path, itl: int) -> None:
+# 29 ms until the 2026-12-03 refit, after which one replica's simulated ITL p95 at 100 users is 29.007 ms
+@pytest.mark.parametrize("itl", [29.1])
+def test_the_search_simulates_the_concurrency_the_user_asked(tmp_path: Path, itl: float) -> None:
     """Issue 31 item 5: Llama-3-8B on H100 at 100 users. The lattice steps 91 -> 108 users; at 108 the
     ITL p95 misses the target and at 100 (never tried) it meets it, so the plan took 2 GPUs where its
     own estimate needs 1. The search now simulates the demand's per-replica load in that gap."""

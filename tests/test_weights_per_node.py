@@ -68,13 +68,16 @@ def test_the_cold_start_counts_the_pods_sharing_a_nodes_s3_throughput() -> None:
     assert "4 pods share" in t4.how
 
 
-@pytest.mark.parametrize("stack_id", ["llama70b", "scaleup-a100"])
+# the bundled stacks whose pool packs several replicas on a node (llama70b and scaleup-a100 packed 8 until the
+# 2026-12-03 refit, after which they plan one TP8 replica per node)
+@pytest.mark.parametrize("stack_id", ["scaleout-l4"])
 def test_a_packed_bundled_pool_plans_its_load_time_for_the_whole_node(stack_id: str) -> None:
     from sizing.catalog.lookup import load_catalog
     from sizing.perf.memory import GIB
 
     pool = rendered(stack_id)[0].plan.pools[0]
-    assert pods_per_node(pool) == 8
+    pods = pods_per_node(pool)
+    assert pods > 1 and loading_mode(pool, False) == "s3-stream"
     s3 = load_catalog().number("weights_load_gbs_s3")
     one_pod = pool.checkpoint_gib / pool.pipeline_parallel * GIB / 1e9 / s3
-    assert pool.per_replica.weights_load_s == pytest.approx(8 * one_pod, rel=1e-3)
+    assert pool.per_replica.weights_load_s == pytest.approx(pods * one_pod, abs=0.05)  # saved to 0.1 s

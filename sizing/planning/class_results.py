@@ -151,9 +151,9 @@ def _replayed_pools(pools: list[Pool], classes: list[ClassResult], w: WorkloadSp
             if not math.isfinite(float(getattr(r, f"{m}_ms"))):
                 upd[f"{m}_ms"] = upd.get(f"{m}_p50_ms", getattr(slowest(m), f"{m}_ms").p50)
         if cls is not None:
-            upd["binds"] = (f"the replay of class {cls.name} over {cls.replicas} replicas "
-                            f"{'meets' if cls.slo_met else 'misses'} its targets (TTFT p95 {cls.ttft_ms.p95:,.0f} "
-                            f"ms); one replica at the class's mean load, analytic: {r.binds}")
+            upd["binds"] = (f"{r.binds} (one replica at the class's mean load, analytic); the replay of class "
+                            f"{cls.name} over {cls.replicas} replicas {'meets' if cls.slo_met else 'misses'} its "
+                            f"targets (TTFT p95 {cls.ttft_ms.p95:,.0f} ms)")
         out.append(p.model_copy(update={"per_replica": r.model_copy(update=upd)}) if upd else p)
     return out
 
