@@ -33,7 +33,13 @@ from sizing.planning.capacity import (
     reservation_rate,
     reserved_replicas,
 )
-from sizing.planning.class_shapes import class_goodput, class_load_tokens, class_workload, interactive_classes
+from sizing.planning.class_shapes import (
+    class_goodput,
+    class_load_tokens,
+    class_workload,
+    interactive_classes,
+    tightest_class,
+)
 from sizing.planning.demand import Demand
 from sizing.planning.infeasible import worst_reasons
 from sizing.planning.mix import MAX_MINORITY_STEPS, Mix, MixPart, best_mix
@@ -293,8 +299,7 @@ def _classes_composite(cat: Catalog, model: ModelArch, stack: Stack, mix: Mix, p
                                           "", share=pool.demand_share) for c in own}
         upd: dict[str, object] = {}
         for m in ("ttft", "itl", "tpot", "e2e"):
-            tight = [(v, c.name) for c in own for m2, _, v in c.slo.targets() if m2 == m]
-            name = min(tight)[1] if tight else max(per, key=lambda n: per[n].percentile(m, "p95"))
+            name = tightest_class(own, m) or max(per, key=lambda n: per[n].percentile(m, "p95"))
             for q in ("p50", "p95", "p99"):
                 upd[f"{m}_{q}_ms"] = getattr(per[name], f"{m}_{q}_ms")
             if m in ("ttft", "itl"):

@@ -133,8 +133,10 @@ def _replayed_pools(pools: list[Pool], classes: list[ClassResult], w: WorkloadSp
         return max(inter, key=lambda c: getattr(c, f"{m}_ms").p95)
 
     def setter(m: str) -> ClassResult | None:
-        tight = [(t.ms, c.name) for c in inter if c.name in own for t in c.targets if t.metric == m]
-        return by_name[min(tight)[1]] if tight else None
+        from sizing.planning.class_shapes import tightest_class
+
+        name = tightest_class(list(w.classes or []), m)
+        return by_name.get(name) if name else None
 
     out = []
     for p in pools:

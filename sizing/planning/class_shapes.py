@@ -66,6 +66,14 @@ def class_workload(w: WorkloadSpec, c: RequestClass) -> WorkloadSpec:
     return type(w).model_validate(data)
 
 
+def tightest_class(classes: list[RequestClass], metric: str) -> str | None:
+    """The name of the interactive class that sets the tightest target on `metric` (ttft | itl | tpot | e2e, at
+    any percentile), the class behind the stack's derived target line (sizing.spec._tightest_slo); None when
+    no class sets one."""
+    tight = [(v, c.name) for c in classes if not c.is_batch for m, _, v in c.slo.targets() if m == metric]
+    return min(tight)[1] if tight else None
+
+
 def class_load_tokens(w: WorkloadSpec, c: RequestClass) -> float:
     """A class's output demand, tokens/s (a closed-loop class: its concurrent requests as the weight)."""
     return class_load(w, c)[1] * float(c.output_tokens.mean)
