@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -590,12 +591,9 @@ def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dic
                                "as_of": as_of} for az in azs)
         step = "GetProducts"
         for t in ans.types:
-            try:
-                usd = fetch_on_demand_price(clients.pricing(), t, region)
-            except AwsDataError as e:
-                raise AwsDataError(f"{e.problems[0]} for {t} in {region}") from None
+            usd = _price_or_note(partial(fetch_on_demand_price, clients.pricing(), t, region), f"{t} in {region}",
+                                 unpriced)
             if usd is None:
-                unpriced.append(f"{t} in {region}")
                 continue
             ans.prices.append({"instance_type": t, "region": region, "purchase": "on-demand",
                                "usd_per_hour": repr(usd), "as_of": as_of,
@@ -638,17 +636,27 @@ def _fetch_region(region: str, clients: AwsClients, catalog: Catalog, known: dic
     return ans
 
 
+def _price_or_note(fetch: Callable[[], float | None], what: str, unpriced: list[str],
+                   where: str | None = None) -> float | None:
+    """One GetProducts price (USD): a failed call is one problem naming what it priced (`where`, default
+    `what`); a price AWS does not list goes to `unpriced` as `what` and is None."""
+    try:
+        usd = fetch()
+    except AwsDataError as e:
+        raise AwsDataError(f"{e.problems[0]} for {where or what}") from None
+    if usd is None:
+        unpriced.append(what)
+    return usd
+
+
 def _fetch_platform(region: str, clients: AwsClients, catalog: Catalog, as_of: str, ans: _RegionAnswer,
                     unpriced: list[str]) -> None:
     """The platform's unit prices in `region` (PLATFORM_QUERIES) and the on-demand price of every system-node
     CPU instance type the catalog knows, into `ans`; what AWS does not list there goes to `unpriced`."""
     for q in PLATFORM_QUERIES:
-        try:
-            usd = fetch_platform_price(clients.pricing(), q, region)
-        except AwsDataError as e:
-            raise AwsDataError(f"{e.problems[0]} for {q.item!r} in {region}") from None
+        usd = _price_or_note(partial(fetch_platform_price, clients.pricing(), q, region), f"{q.item} in {region}",
+                             unpriced, f"{q.item!r} in {region}")
         if usd is None:
-            unpriced.append(f"{q.item} in {region}")
             continue
         ans.platform.append({"item": q.item, "unit": q.unit, "usd": repr(usd), "region": region, "as_of": as_of,
                              "source": f"AWS Pricing API GetProducts ({q.service}; usage type {q.usagetype.rstrip('$')}"
@@ -656,12 +664,9 @@ def _fetch_platform(region: str, clients: AwsClients, catalog: Catalog, as_of: s
                              "notes": "llmcap catalog refresh --platform"})
     cpu_types = sorted({c.instance_type: c for c in catalog.cpu_instances.values()}.items())
     for t, c in cpu_types:
-        try:
-            usd = fetch_on_demand_price(clients.pricing(), t, region)
-        except AwsDataError as e:
-            raise AwsDataError(f"{e.problems[0]} for {t} in {region}") from None
+        usd = _price_or_note(partial(fetch_on_demand_price, clients.pricing(), t, region), f"{t} in {region}",
+                             unpriced)
         if usd is None:
-            unpriced.append(f"{t} in {region}")
             continue
         ans.cpu.append({"instance_type": t, "region": region, "purchase": "on-demand", "usd_per_hour": repr(usd),
                         "vcpus": str(c.vcpus), "memory_gib": f"{c.memory_gib:g}", "as_of": as_of,
