@@ -295,13 +295,23 @@ def _tightest_slo(classes: list[RequestClass]) -> Slo:
 
 def _merge_classes(data: dict[str, object]) -> dict[str, object]:
     """With `classes`, the top-level prompt_tokens, output_tokens, traffic and slo are derived when missing:
-    lengths weighted by each class's requests (p95: the largest class p95), the tightest p95 targets, and
-    the total rate. A batch class counts at requests ÷ deadline. The per-class plan checks each class."""
+    lengths weighted by each class's requests (p95: the largest class p95), the tightest targets, and
+    the total rate. A batch class counts at requests ÷ deadline. The per-class plan checks each class.
+
+    A top-level `slo` given beside `classes` is the default of every class that sets no `slo` of its own
+    (a class's own targets replace it whole, nothing merged); the top-level `slo` the planner then reads
+    is the tightest over the classes as they will be judged, so it is never looser than a class's."""
     raw = data.get("classes")
     if not isinstance(raw, list) or not raw:
         return data
     top = data.get("traffic")
+    top_slo = data.get("slo")
     try:
+        if top_slo is not None:
+            default = top_slo if isinstance(top_slo, Slo) else Slo.model_validate(top_slo)
+            raw = [c.model_copy(update={"slo": default}) if isinstance(c, RequestClass)
+                   and "slo" not in c.model_fields_set else
+                   ({**c, "slo": default} if isinstance(c, dict) and "slo" not in c else c) for c in raw]
         classes = [c if isinstance(c, RequestClass) else RequestClass.model_validate(c) for c in raw]
         top_t = top if isinstance(top, Traffic) else (Traffic.model_validate(top) if isinstance(top, dict) else None)
     except ValidationError:  # the fields' own validation reports it, with their names
@@ -327,7 +337,8 @@ def _merge_classes(data: dict[str, object]) -> dict[str, object]:
     out.setdefault("prompt_tokens", mean_of("prompt_tokens"))
     out.setdefault("output_tokens", mean_of("output_tokens"))
     inter = [c for c in classes if not c.is_batch] or classes
-    out.setdefault("slo", _tightest_slo(inter))
+    out["classes"] = classes
+    out["slo"] = _tightest_slo(inter)
     if top is None:
         out["traffic"] = {"peak_requests_per_s": round(total, 6)}
     return out
