@@ -116,7 +116,11 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
         "why": "ASSUMED: the long regime sends one RAG context (~1,650 tokens) with each question, so vLLM's "
                "default prefix caching (V1) and SGLang's RadixAttention serve all but the question from cache; "
                "the measured TTFT at concurrency 1 (41-120 ms on one L4) is below what computing 1,650 tokens "
-               "takes even at the L4's full datasheet FP16 peak (~190 ms)"},
+               "takes even at the L4's full datasheet FP16 peak (~190 ms). The workload in fact repeats 10 distinct "
+               "long prompts (prompts/workload.jsonl; see r2rz_short_repeats), so the engines' rule would give "
+               "1,648 / 1,650 (vLLM) and 1,649 / 1,650 (SGLang); tried 2026-12-03 and not kept (docs/perf-model.md, "
+               "helper sglttft): the first wave of 64 long prompts waits ~900 ms outside the GPU, which 0.95 stands in "
+               "for"},
     "r2rz_short_repeats": {
         "why": "the short regime's prompts repeat: ree2raz/inference-bench prompts/workload.jsonl holds 100 short "
                "prompts of which 49 are distinct, run_benchmark_impl (bench_lib.py) warms up with prompts[:2c] and "
