@@ -116,7 +116,23 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
         "why": "ASSUMED: the long regime sends one RAG context (~1,650 tokens) with each question, so vLLM's "
                "default prefix caching (V1) and SGLang's RadixAttention serve all but the question from cache; "
                "the measured TTFT at concurrency 1 (41-120 ms on one L4) is below what computing 1,650 tokens "
-               "takes even at the L4's full datasheet FP16 peak (~190 ms)"},
+               "takes even at the L4's full datasheet FP16 peak (~190 ms). The workload in fact repeats 10 distinct "
+               "long prompts (prompts/workload.jsonl; see r2rz_short_repeats), so the engines' rule would give "
+               "1,648 / 1,650 (vLLM) and 1,649 / 1,650 (SGLang); tried 2026-12-03 and not kept (docs/perf-model.md, "
+               "helper sglttft): the first wave of 64 long prompts waits ~900 ms outside the GPU, which 0.95 stands in "
+               "for"},
+    "r2rz_short_repeats": {
+        "why": "the short regime's prompts repeat: ree2raz/inference-bench prompts/workload.jsonl holds 100 short "
+               "prompts of which 49 are distinct, run_benchmark_impl (bench_lib.py) warms up with prompts[:2c] and "
+               "then sends all 100, and one server runs every concurrency in turn (modal_v2_*.py run_all; the "
+               "summary's repeats call the same warm class), so a prompt is a full prefix hit (vLLM's default prefix "
+               "caching in V1, SGLang's RadixAttention) less what the engine recomputes. The hit caps at the prompt "
+               "less one token ('When all tokens hit the cache, we must recompute the last token to obtain logits', "
+               "vllm/v1/core/kv_cache_manager.py get_computed_blocks: max_cache_hit_length = num_tokens - 1; SGLang "
+               "schedule_batch.py Req: max_prefix_len = input_len - 1), in whole blocks for vLLM (full blocks of "
+               "vllm_kv_block_size tokens are hashed) and per token for SGLang (server_args.py page_size 1). The "
+               "first pass of the first concurrency on a fresh server (c = 1, half its prompts unseen) hits less; "
+               "one prompt's prefill is weight-read bound there either way"},
     "tgi_eager": {
         "rule": "TGI before 1.4 runs without CUDA graphs (every kernel launched from Python each step)",
         "source": "huggingface/text-generation-inference PR #1428 'feat: experimental support for cuda graphs' "
@@ -170,6 +186,15 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                           "SGLang's too)",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }
+
+
+def _repeat_hit(prompt: float, engine: str, block: int) -> float:
+    """Share of a repeated prompt (tokens) served from the prefix cache: all but the last token, in whole
+    `block`-token blocks for vLLM, per token for SGLang (BENCHMARK_ASSUMPTIONS["r2rz_short_repeats"])."""
+    if prompt <= 1:
+        return 0.0
+    cached = (prompt - 1) // block * block if engine == "vllm" else prompt - 1
+    return cached / prompt
 
 
 def _precision(weight_dtype: str) -> str:
@@ -311,6 +336,8 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             hit = 0.0
             if src == "r2rz" and "long regime" in notes:  # BENCHMARK_ASSUMPTIONS["r2rz_long_context"]
                 hit = float(a["r2rz_long_context"]["prefix_cache_hit_rate"])  # type: ignore[index]
+            elif src == "r2rz" and "short regime" in notes:  # BENCHMARK_ASSUMPTIONS["r2rz_short_repeats"]
+                hit = _repeat_hit(isl, engine, int(catalog.number("vllm_kv_block_size")))
             shape = WorkloadShape(isl, osl, isl * tail["prompt_p95_over_mean"] if sharegpt else None,
                                   osl * tail["output_p95_over_mean"] if sharegpt else None, hit)
             rate = r["request_rate"]

@@ -87,3 +87,16 @@ def test_guidellm_bursts_of_more_requests_than_its_cap_carry_their_total() -> No
     for rid, n in (("gpsq359b-0001", 1000), ("gpsq359b-0169", 1000), ("gpsq359b-0028", 514),
                    ("gpsq35moe-0122", 0)):
         assert rows[rid].requests == n, rid  # type: ignore[attr-defined]
+
+
+def test_r2rz_short_prompts_repeat_so_all_but_the_engines_recompute_tail_is_a_prefix_hit() -> None:
+    # ree2raz/inference-bench prompts/workload.jsonl holds 100 short prompts of which 49 are distinct, its
+    # warm-up sends the first 2c of the same prompts, and one server runs every concurrency in turn
+    # (modal_v2_*.py run_all): a repeated prompt is a full prefix hit less what the engine recomputes -
+    # vLLM whole 16-token blocks below the prompt's last token, SGLang all but the last token
+    rows = [r for r in load_rows(load_catalog()) if r.source == "r2rz"]
+    short = [r for r in rows if r.shape.prompt_tokens == 50]
+    assert short and "r2rz_short_repeats" in BENCHMARK_ASSUMPTIONS
+    assert {r.shape.prefix_cache_hit_rate for r in short if r.cfg.engine == "vllm"} == {48 / 50}
+    assert {r.shape.prefix_cache_hit_rate for r in short if r.cfg.engine == "sglang"} == {49 / 50}
+    assert {r.shape.prefix_cache_hit_rate for r in rows if r.shape.prompt_tokens > 1000} == {0.95}
