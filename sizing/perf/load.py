@@ -567,12 +567,31 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     mean = base + round_s
     e2e = mean + c.decode_steps * est.itl_ms / 1e3
     lam = n / e2e
-    return replace(est, ttft_ms=mean * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
+    itl_q = _lockstep_itl_q_s(c, n, steps, est.itl_ms / 1e3)
+    return replace(est, ttft_ms=mean * 1e3, itl_p50_ms=itl_q[0.5] * 1e3, itl_p95_ms=itl_q[0.95] * 1e3,
+                   itl_p99_ms=itl_q[0.99] * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
                    ttft_p99_ms=ttft[0.99] * 1e3, e2e_latency_ms=e2e * 1e3, requests_per_s=lam,
                    output_tokens_per_s=lam * shape.output_tokens,
                    e2e_p50_ms=(ttft[0.5] + c.decode_steps * est.tpot_p50_ms / 1e3) * 1e3,
                    e2e_p95_ms=(ttft[0.95] + c.decode_steps * est.tpot_p95_ms / 1e3) * 1e3,
                    e2e_p99_ms=(ttft[0.99] + c.decode_steps * est.tpot_p99_ms / 1e3) * 1e3)
+
+
+def _lockstep_itl_q_s(c: _Ctx, n: float, groups: float, mean_s: float) -> dict[float, float]:
+    """ITL percentiles (s) of n requests in `groups` lockstep groups (_synchronize): a group's prompts are
+    prefilled together in one step while the other n - n/groups decode, so a request's gaps hold
+    groups - 1 prefill-carrying steps per output (each the group's whole prompt tokens), the rest decode
+    steps; the same ramp as _itl_q_s between them (continuous in the share)."""
+    g = n / groups
+    decode = c.sm.step_s(n, c.mean_decode_context)
+    chunked = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
+                          c.cached_tokens + c.prefill_tokens / 2)
+    share = min((groups - 1.0) / c.decode_steps, 1.0)
+    out = {}
+    for q in (0.5, 0.95, 0.99):
+        v = decode + (chunked - decode) * min(1.0, share / (1.0 - q)) ** P95_RAMP_EXPONENT
+        out[q] = v if q <= 0.5 else max(v, mean_s)
+    return out
 
 
 def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
