@@ -76,9 +76,17 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "(4281.51 / 22.03); prompt 215 is the usual mean of vLLM/SGLang bench_serving ShareGPT "
                "samples with a Llama tokenizer (not stated by the sources)"},
     "trt013_engine_limits": {
-        "max_num_seqs": 4096, "max_num_batched_tokens": 8192,
-        "why": "trtllm-bench builds engines with a large max batch (heuristic up to 4096) and "
-               "max_num_tokens 8192; the KV cache then limits the batch"},
+        "kv_cache_gpu_mem_fraction": 0.95, "max_batch_size_cap": 4096, "max_num_tokens_cap": 32768,
+        "why": "TensorRT-LLM 0.13 perf-overview.md builds every engine with `trtllm-bench --model $model_name build "
+               "--tp_size $tp_size --quantization FP8 --dataset $dataset_file`, i.e. max_batch_size and max_num_tokens "
+               "from the dataset's ISL/OSL by tensorrt_llm/bench/build/tuning.py calc_engine_setting / "
+               "finetune_setting (its oldest stored version, ASSUMED 0.13's): KV bytes per token 2 x layers x "
+               "max(tp, kv_heads) x head_size x (1 for FP8 KV, else 2); engine size params x (1 for FP8, else 2) GB; "
+               "kv_cache_max_requests = (nvml total GiB x GPUs - engine size) x 0.95 / bytes per token / (ISL + OSL); "
+               "raw_bs = min(requests, 4096) / pp; raw_token = min(raw_bs x (1 + ISL / OSL), 32768); max_bs rounded "
+               "up (min 64; to 32 below 256, 128 below 1024, else 256); max_num_tokens rounded up (min 2048; to 256 "
+               "below 4096, 512 below 8192, else 1024). The runtime's KV cache (GUARANTEED_NO_EVICT) then limits "
+               "the batch further"},
     "gpustackq_engine_limits": {
         "max_num_seqs": 1000, "max_num_batched_tokens": 8192,
         "why": "superseded by vllm_v1_defaults (vLLM 0.9.2: H100 1024 / 8192, A100 256 / 2048); the benchmark "
@@ -267,6 +275,35 @@ def _model(catalog: Catalog, name: str) -> ModelArch:
                                index_n_heads=dsa["index_n_heads"], index_head_dim=dsa["index_head_dim"])
 
 
+def trtllm_bench_build_limits(catalog: Catalog, model: ModelArch, gpu: str, tp: int, pp: int, fp8_weights: bool,
+                              fp8_kv: bool, isl: int, osl: int) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) that `trtllm-bench build --dataset` gives an engine for a dataset of
+    fixed ISL / OSL (BENCHMARK_ASSUMPTIONS["trt013_engine_limits"], the heuristic's own arithmetic: its
+    engine size mixes 1e9 parameters with GiB of device memory as the code does)."""
+    lim = BENCHMARK_ASSUMPTIONS["trt013_engine_limits"]
+    assert isinstance(lim, dict)
+    kv_gib_per_token = 2 * model.num_layers * max(tp, model.num_kv_heads) * (model.head_dim or 0) \
+        * (1 if fp8_kv else 2) / 1024 ** 3
+    engine_gb = model.params_total_b * (1 if fp8_weights else 2)
+    available = catalog.gpu(gpu).memory_gib * tp * pp - engine_gb
+    requests = available * float(lim["kv_cache_gpu_mem_fraction"]) / kv_gib_per_token / (isl + osl)
+    raw_bs = min(requests, float(lim["max_batch_size_cap"])) / pp
+    raw_token = min(raw_bs * (1 + isl / osl), float(lim["max_num_tokens_cap"]))
+    if raw_bs < 256:
+        bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        bs = 256 * math.ceil(raw_bs / 256)
+    if raw_token < 4096:
+        tok = max(2048, 256 * math.ceil(raw_token / 256))
+    elif raw_token < 8192:
+        tok = 512 * math.ceil(raw_token / 512)
+    else:
+        tok = 1024 * math.ceil(raw_token / 1024)
+    return bs, tok
+
+
 def load_rows(catalog: Catalog, path: Path | str | None = None,
               skipped: dict[str, int] | None = None) -> list[CalRow]:
     """Rows of one file, or of all calibration files (path None); rows of UNMODELLED models are left
@@ -297,7 +334,12 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             if src == "nim" and not r["kv_dtype"]:
                 kv = str(a["nim_kv_cache_dtype"]["value"])  # type: ignore[index]
             limits: dict[str, int | float | bool] = {}
-            if src in ("trt013", "gpustackq"):
+            if src == "trt013":
+                bs, tok = trtllm_bench_build_limits(catalog, _model(catalog, MODELS[r["model"]]), r["gpu"],
+                                                    int(r["tp"]), int(r["pp"] or 1), "fp8" in r["weight_dtype"],
+                                                    kv == "fp8", int(r["isl"]), int(r["osl"]))
+                limits = {"max_num_seqs": bs, "max_num_batched_tokens": tok}
+            if src == "gpustackq":
                 lim = a[f"{src}_engine_limits"]
                 assert isinstance(lim, dict)
                 limits = {"max_num_seqs": lim["max_num_seqs"], "max_num_batched_tokens": lim["max_num_batched_tokens"]}

@@ -100,3 +100,20 @@ def test_r2rz_short_prompts_repeat_so_all_but_the_engines_recompute_tail_is_a_pr
     assert {r.shape.prefix_cache_hit_rate for r in short if r.cfg.engine == "vllm"} == {48 / 50}
     assert {r.shape.prefix_cache_hit_rate for r in short if r.cfg.engine == "sglang"} == {49 / 50}
     assert {r.shape.prefix_cache_hit_rate for r in rows if r.shape.prompt_tokens > 1000} == {0.95}
+
+
+def test_trt013_engines_take_trtllm_bench_builds_dataset_limits() -> None:
+    """TensorRT-LLM 0.13's perf-overview builds each engine with `trtllm-bench build --dataset`, whose
+    heuristic (tensorrt_llm/bench/build/tuning.py finetune_setting) sizes max_batch_size from the KV
+    requests of ISL + OSL and max_num_tokens as max_batch_size x (1 + ISL / OSL), rounded up (min 2048).
+    Llama-3.1-8B FP8 on one H100, 128 / 4096: 2 x 32 layers x 8 heads x 128 x 1 byte a token; (80 GiB -
+    8.03 GB) x 0.95 / 4,224 tokens = 265 requests -> 384 (rounded up to 128); 265 x 1.03 tokens -> 2048."""
+    from bench.calib_rows import load_rows
+    cat = load_catalog()
+    rows = [r for r in load_rows(cat) if r.source == "trt013" and r.cfg.model.short_name == "llama-3.1-8b-instruct"
+            and r.cfg.gpu == "H100-SXM" and r.cfg.precision == "fp8"]
+    by_shape = {(r.shape.prompt_tokens, r.shape.output_tokens): (r.cfg.max_num_seqs, r.cfg.max_num_batched_tokens)
+                for r in rows}
+    assert by_shape[(128.0, 4096.0)] == (384, 2048)
+    assert by_shape[(128.0, 128.0)] == (4096, 8192)  # capped at 4,096 sequences; 4,096 x 2 tokens
+    assert by_shape[(2048.0, 128.0)][1] > 8192  # a prefill-heavy dataset gets a larger token budget

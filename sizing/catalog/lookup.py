@@ -224,6 +224,7 @@ class Catalog:
             profile_sampler_bytes_per_logit=(float(r["profile_sampler_bytes_per_logit"])
                                              if r["profile_sampler_bytes_per_logit"] else None),
             memory_fraction_covers=r["memory_fraction_covers"],
+            kv_reserved_to_completion=flag(r["kv_reserved_to_completion"]),
             source=r["source"], as_of=r["as_of"]) for r in self.rows("engines.csv")}
 
     def engine_kernels_per_layer(self, engine: str, version: tuple[int, int] | None, model: ModelArch) -> int:

@@ -254,6 +254,10 @@ class EngineDefaults:
     # graphs and KV) or `weights-kv` (SGLang --mem-fraction-static: weights and the KV pool of the memory
     # left after the CUDA context; graphs and activations use the rest)
     memory_fraction_covers: str
+    # KV admission: True when the engine admits a request only if the KV cache can hold every running
+    # request to completion (TensorRT-LLM's GUARANTEED_NO_EVICT: a running slot holds prompt + output
+    # tokens); False when blocks are allocated as tokens arrive (vLLM, SGLang: prompt + tokens so far)
+    kv_reserved_to_completion: bool
     source: str
     as_of: str
 

@@ -241,7 +241,8 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     # p + E[o²] / (2 E[o]) = p + mean·exp(σ²) / 2 for log-normal outputs (σ from mean and p95)
     hit_share = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
     out_sigma = lognormal_sigma(shape.output_tokens, shape.output_tokens_p95) if shape.output_tokens_p95 else 0.0
-    avg_tokens = shape.prompt_tokens * (1 - hit_share) + shape.output_tokens * math.exp(out_sigma ** 2) / 2
+    avg_tokens = shape.prompt_tokens * (1 - hit_share) + _held_output_tokens(catalog, cfg, shape.output_tokens,
+                                                                             out_sigma)
     # sliding-window layers hold at most their window of each sequence (vLLM >= 0.10's hybrid KV cache
     # manager frees blocks that left the window: vllm/v1/core/single_type_kv_cache_manager.py
     # SlidingWindowManager.remove_skipped_blocks), as memory_fit counts them
@@ -267,6 +268,20 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                 prompt_sigma=sigma, request_overhead_s=cal.v("request_overhead_ms") / 1e3,
                 frontend_s_per_request=cal.v("frontend_ms_per_request") / 1e3,
                 bandwidth_fraction=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9))
+
+
+def _held_output_tokens(catalog: Catalog, cfg: ReplicaConfig, output_mean: float, out_sigma: float) -> float:
+    """Output tokens of KV a running slot holds on average (tokens; length-biased over log-normal
+    outputs of mean `output_mean` and log-sigma `out_sigma`). Engines that allocate blocks as tokens
+    arrive (vLLM, SGLang) hold E[o²] / (2 E[o]) = mean·exp(σ²) / 2; an engine that admits a request only
+    when its blocks to completion are free (TensorRT-LLM's GUARANTEED_NO_EVICT, engines.csv
+    kv_reserved_to_completion) holds the whole output from admission on: E[o²] / E[o] = mean·exp(σ²)."""
+    length_biased = output_mean * math.exp(out_sigma ** 2)
+    try:
+        reserved = catalog.engine(cfg.engine).kv_reserved_to_completion
+    except CatalogLookupError:  # a calibration-only engine (e.g. tgi) is sized like vLLM (_engine_limits)
+        reserved = False
+    return length_biased if reserved else length_biased / 2
 
 
 def _saturated_batch(c: _Ctx) -> float:
@@ -552,12 +567,31 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     mean = base + round_s
     e2e = mean + c.decode_steps * est.itl_ms / 1e3
     lam = n / e2e
-    return replace(est, ttft_ms=mean * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
+    itl_q = _lockstep_itl_q_s(c, n, steps, est.itl_ms / 1e3)
+    return replace(est, ttft_ms=mean * 1e3, itl_p50_ms=itl_q[0.5] * 1e3, itl_p95_ms=itl_q[0.95] * 1e3,
+                   itl_p99_ms=itl_q[0.99] * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
                    ttft_p99_ms=ttft[0.99] * 1e3, e2e_latency_ms=e2e * 1e3, requests_per_s=lam,
                    output_tokens_per_s=lam * shape.output_tokens,
                    e2e_p50_ms=(ttft[0.5] + c.decode_steps * est.tpot_p50_ms / 1e3) * 1e3,
                    e2e_p95_ms=(ttft[0.95] + c.decode_steps * est.tpot_p95_ms / 1e3) * 1e3,
                    e2e_p99_ms=(ttft[0.99] + c.decode_steps * est.tpot_p99_ms / 1e3) * 1e3)
+
+
+def _lockstep_itl_q_s(c: _Ctx, n: float, groups: float, mean_s: float) -> dict[float, float]:
+    """ITL percentiles (s) of n requests in `groups` lockstep groups (_synchronize): a group's prompts are
+    prefilled together in one step while the other n - n/groups decode, so a request's gaps hold
+    groups - 1 prefill-carrying steps per output (each the group's whole prompt tokens), the rest decode
+    steps; the same ramp as _itl_q_s between them (continuous in the share)."""
+    g = n / groups
+    decode = c.sm.step_s(n, c.mean_decode_context)
+    chunked = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
+                          c.cached_tokens + c.prefill_tokens / 2)
+    share = min((groups - 1.0) / c.decode_steps, 1.0)
+    out = {}
+    for q in (0.5, 0.95, 0.99):
+        v = decode + (chunked - decode) * min(1.0, share / (1.0 - q)) ** P95_RAMP_EXPONENT
+        out[q] = v if q <= 0.5 else max(v, mean_s)
+    return out
 
 
 def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
