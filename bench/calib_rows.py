@@ -127,6 +127,16 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
         "source": "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/config.py PyTorchConfig: 'If true, use CUDA "
                   "graphs for decoding ... use_cuda_graph: bool = False'; dstack's DeepSeek-R1 runs (dsr1h200, "
                   "0.17 'trtllm-serve --backend pytorch ...') pass no extra_llm_api_options"},
+    "vllm_v0_prefill_budget": {
+        "rule": "vLLM V0 (before 0.8) serving an MLA model without --max-num-batched-tokens: no chunked prefill "
+                "unless --enable-chunked-prefill, and then max(max_model_len, 2048) prompt tokens per step "
+                "(DeepSeek-R1: 163,840, whole prompts, a round of up to 51 prompts of 3,200 tokens in one "
+                "prefill step); with the flag, 2048",
+        "source": "sizing/data/engine_prefill_budget.csv (vllm 0.8.0 engine/arg_utils.py _set_default_args_v0, "
+                  "config.py SchedulerConfig.__post_init__); dstack's random-dataset runs on the 0.7.4 nightly "
+                  "pass no flag, its prefix-caching runs pass --enable-chunked-prefill"},
+    "serving_flag_trtllm": "trtllm-serve's --max_num_tokens and --max_batch_size are its max_num_batched_tokens and "
+                           "max_num_seqs",
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
     "deepseek_v32": {
@@ -281,9 +291,15 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             elif src == "gpustackq":
                 limits.update(_vllm_v1_defaults(r["gpu"], "0.9.2"))
                 limits["max_num_seqs"] = min(int(limits["max_num_seqs"]), 1000)
-            if (v := _flag(notes, "--max-num-batched-tokens")) is not None:
+            elif engine == "vllm" and (budget := catalog.engine_prefill_budget(
+                    engine, _version(r["engine_version"]) if _version(r["engine_version"]) != (0, 0) else None,
+                    _model(catalog, MODELS[r["model"]]),
+                    "--enable-chunked-prefill" in notes)) is not None:
+                limits["max_num_batched_tokens"] = budget  # BENCHMARK_ASSUMPTIONS["vllm_v0_prefill_budget"]
+            if (v := _flag(notes, "--max-num-batched-tokens") or _flag(notes, "--max_num_tokens")) is not None:
                 limits["max_num_batched_tokens"] = int(v)
-            if (v := _flag(notes, "--max-num-seqs") or _flag(notes, "--max-running-requests")) is not None:
+            if (v := _flag(notes, "--max-num-seqs") or _flag(notes, "--max-running-requests")
+                    or _flag(notes, "--max_batch_size")) is not None:
                 limits["max_num_seqs"] = int(v)
             if (v := _flag(notes, "--gpu-memory-utilization") or _flag(notes, "--mem-fraction-static")) is not None:
                 limits["gpu_memory_utilization"] = float(v)

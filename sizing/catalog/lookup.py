@@ -238,6 +238,24 @@ class Catalog:
                 return int(r["kernels_per_layer"])
         return 0
 
+    def engine_prefill_budget(self, engine: str, version: tuple[int, int] | None, model: ModelArch,
+                              chunked_prefill_flag: bool) -> int | None:
+        """Prompt tokens per step (max_num_batched_tokens) that `engine` at `version` (major, minor)
+        picks by itself for this model's attention kind, with chunked prefill at its default
+        (`chunked_prefill_flag` False) or asked for (True), where engine_prefill_budget.csv reads it in
+        the engine's code; None elsewhere (the engine's usual default applies). `max_model_len` there is
+        max(max_position_embeddings, 2048) tokens."""
+        if version is None or not model.is_mla:
+            return None
+        want = "flag" if chunked_prefill_flag else "default"
+        for r in self.rows("engine_prefill_budget.csv"):
+            below = tuple(int(x) for x in r["version_below"].split("."))
+            if r["engine"] == engine and r["attention"] == "mla" and r["chunked_prefill"] == want \
+                    and version < below:
+                v = r["max_num_batched_tokens"]
+                return max(model.max_position_embeddings, 2048) if v == "max_model_len" else int(v)
+        return None
+
     # --- the platform under the GPUs ------------------------------------------------------
     @cached_property
     def platform(self) -> dict[str, PlatformSetting]:
