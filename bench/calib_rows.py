@@ -100,7 +100,8 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "serving_flags": "per-row flags from `notes` (the block's label first, then its command): "
                      "--max-num-batched-tokens, --max-num-seqs / --max-running-requests, --async-scheduling, "
                      "--enforce-eager / --disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / "
-                     "--mem-fraction-static",
+                     "--mem-fraction-static; also as a settings list without dashes (dsh100's 'chunked "
+                     "prefill=TRUE, max-num-batched-tokens=512, max-num-seqs=512', from dstack's README)",
     "vllm_v1_defaults": {
         "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 "
                 "sequences and 8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise "
@@ -201,7 +202,9 @@ def _flag(notes: str, name: str) -> str | None:
         m = re.search(rf"{re.escape(name)}[ =]([0-9.]+)", text)
         if m:
             return m.group(1)
-    return None
+    # BENCHMARK_ASSUMPTIONS["serving_flags"]: a settings list ("chunked prefill=TRUE, max-num-batched-tokens=512")
+    m = re.search(rf"(?:^|[;,] ){re.escape(name.lstrip('-'))}=([0-9.]+)", notes)
+    return m.group(1) if m else None
 
 
 def _version(version: str) -> tuple[int, int]:

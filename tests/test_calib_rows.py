@@ -126,3 +126,10 @@ def _notes() -> dict[str, str]:
     path = Path(__file__).parents[1] / "bench/calibration/perf_points_2026_ext.csv"
     with path.open(newline="", encoding="utf-8") as f:
         return {r["id"]: r["notes"] for r in csv.DictReader(f)}
+
+
+def test_engine_settings_listed_without_dashes_are_read() -> None:
+    # dstack's Llama-3.1-405B runs list the vLLM 0.6.3 server's settings from its README's environment table
+    # ("chunked prefill=TRUE, max-num-batched-tokens=512, max-num-seqs=512, ..."), not as a command line
+    rows = [r for r in load_rows(load_catalog()) if r.source == "dsh100"]
+    assert rows and {(r.cfg.max_num_batched_tokens, r.cfg.max_num_seqs) for r in rows} == {(512, 512)}
