@@ -193,3 +193,23 @@ def test_long_tailed_outputs_hold_more_kv_per_running_slot() -> None:
     tailed = _build_ctx(CAT, cfg, WorkloadShape(215.0, 194.0, None, 582.0))
     assert fixed.max_running_reason == tailed.max_running_reason == "kv-capacity"
     assert tailed.max_running < 0.85 * fixed.max_running
+
+
+def test_a_lockstep_round_that_fits_one_step_leaves_no_prefill_in_the_decode_gaps() -> None:
+    # dstack's DeepSeek-R1 on vLLM 0.7.4 (V0 without chunked prefill, a 163,840-token budget): 4-32 users of
+    # 3,200 / 800 tokens finish together and the next round's prompts are prefilled in one step while nobody
+    # decodes, so no token gap holds a prefill: ITL p99 26.5 / 32.2 / 50.8 / 53.5 ms against p50 25.7 / 31.3 /
+    # 49.7 / 52.0 (dsr1h200-0175/0176 ...); the prefix-caching runs (--enable-chunked-prefill, staggered) show
+    # 219-292 ms p99 gaps
+    cfg = ReplicaConfig(model=CAT.model("deepseek-r1"), gpu="H200", precision="fp8", tp=8,
+                        max_num_batched_tokens=163840, engine_version=(0, 7))
+    e = estimate_closed_loop(CAT, cfg, WorkloadShape(3200, 800), 16, synchronized=True)
+    assert e.itl_p99_ms <= 1.05 * e.decode_step_ms and e.tpot_p99_ms <= 1.05 * e.decode_step_ms
+    assert abs(e.itl_ms - e.decode_step_ms) <= 0.05 * e.decode_step_ms
+    # its TTFT is the round's prefill: 16 prompts of 3,200 tokens
+    assert e.ttft_ms > 8 * estimate_closed_loop(CAT, cfg, WorkloadShape(3200, 800), 1).ttft_ms
+    # staggered groups (a round over several steps) keep their prefill-carrying gaps
+    s = estimate_closed_loop(CAT, ReplicaConfig(model=CAT.model("deepseek-r1"), gpu="H200", precision="fp8", tp=8,
+                                                max_num_batched_tokens=2048, engine_version=(0, 7)),
+                             WorkloadShape(3200, 800), 16, synchronized=True)
+    assert s.itl_p99_ms > 1.5 * s.decode_step_ms

@@ -550,6 +550,8 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     base = c.request_overhead_s
     ttft = {q: base + round_s for q in (0.5, 0.95, 0.99)}
     mean = base + round_s
+    if steps == 1.0:
+        est = _lockstep_gaps(est)
     e2e = mean + c.decode_steps * est.itl_ms / 1e3
     lam = n / e2e
     return replace(est, ttft_ms=mean * 1e3, ttft_p50_ms=ttft[0.5] * 1e3, ttft_p95_ms=ttft[0.95] * 1e3,
@@ -558,6 +560,17 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
                    e2e_p50_ms=(ttft[0.5] + c.decode_steps * est.tpot_p50_ms / 1e3) * 1e3,
                    e2e_p95_ms=(ttft[0.95] + c.decode_steps * est.tpot_p95_ms / 1e3) * 1e3,
                    e2e_p99_ms=(ttft[0.99] + c.decode_steps * est.tpot_p99_ms / 1e3) * 1e3)
+
+
+def _lockstep_gaps(est: LoadEstimate) -> LoadEstimate:
+    """Token gaps of a lockstep round whose prompts are prefilled in one step: the users finish together
+    and the next round's prefill runs while nobody decodes, so every gap is a decode step of the whole
+    batch (ITL and TPOT, mean and percentiles, ms); the prefill is in TTFT only. dstack's DeepSeek-R1 on
+    vLLM 0.7.4 without chunked prefill: ITL p99 within 4 % of p50 at 4-32 users, where the chunked runs'
+    staggered rounds show prefill-carrying gaps 4-5x the p50."""
+    d = est.decode_step_ms
+    return replace(est, itl_ms=d, itl_p50_ms=d, itl_p95_ms=d, itl_p99_ms=d,
+                   tpot_ms=d, tpot_p50_ms=d, tpot_p95_ms=d, tpot_p99_ms=d)
 
 
 def estimate_open_loop(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape,
