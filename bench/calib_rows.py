@@ -136,6 +136,11 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
         "source": "sizing/data/engine_prefill_budget.csv (vllm 0.8.0 engine/arg_utils.py _set_default_args_v0, "
                   "config.py SchedulerConfig.__post_init__); dstack's random-dataset runs on the 0.7.4 nightly "
                   "pass no flag, its prefix-caching runs pass --enable-chunked-prefill"},
+    "prefill_only_steps": "vLLM V0 serving an MLA model without --enable-chunked-prefill, and SGLang before 0.5 "
+                          "without --enable-mixed-chunk, run prompts in prefill-only steps and decode only when "
+                          "none wait (sizing/data/engine_prefill_budget.csv, read in their schedulers): a "
+                          "fixed-length closed loop stays in lockstep rounds however many steps a round's "
+                          "prefill takes (sizing.perf.load._prefill_priority_rounds)",
     "serving_flag_trtllm": "trtllm-serve's --max_num_tokens and --max_batch_size are its max_num_batched_tokens and "
                            "max_num_seqs",
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
@@ -318,6 +323,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                     src == "gpustackq" and "awq" in r["weight_dtype"].lower()
                     and "marlin" not in r["weight_dtype"].lower()):
                 limits["awq_marlin"] = False
+            ver = _version(r["engine_version"])
+            # BENCHMARK_ASSUMPTIONS["prefill_only_steps"]
+            limits["prefill_only_steps"] = catalog.engine_prefill_only_steps(
+                engine, ver if ver != (0, 0) else None, _model(catalog, MODELS[r["model"]]),
+                "--enable-chunked-prefill" in notes if engine == "vllm" else "--enable-mixed-chunk" in notes)
             cfg = ReplicaConfig(model=_model(catalog, MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
                                 kv_cache_dtype=kv, engine=engine,

@@ -133,3 +133,17 @@ def test_engine_settings_listed_without_dashes_are_read() -> None:
     # ("chunked prefill=TRUE, max-num-batched-tokens=512, max-num-seqs=512, ..."), not as a command line
     rows = [r for r in load_rows(load_catalog()) if r.source == "dsh100"]
     assert rows and {(r.cfg.max_num_batched_tokens, r.cfg.max_num_seqs) for r in rows} == {(512, 512)}
+
+
+def test_prefill_priority_engines_are_marked_from_their_version_and_flags() -> None:
+    # vLLM V0 without chunked prefill and SGLang 0.4 without --enable-mixed-chunk decode only when no prompt
+    # waits (sizing/data/engine_prefill_budget.csv); V1 vLLM, SGLang 0.5 and TensorRT-LLM rows are not marked
+    rows = load_rows(load_catalog())
+    notes = _notes()
+    ds = [r for r in rows if r.source == "dsr1h200"]
+    assert all(r.cfg.prefill_only_steps for r in ds if r.cfg.engine == "sglang")
+    assert all(r.cfg.prefill_only_steps == ("--enable-chunked-prefill" not in notes[r.id])
+               for r in ds if r.cfg.engine == "vllm")
+    assert not any(r.cfg.prefill_only_steps for r in ds if r.cfg.engine == "tensorrt-llm")
+    assert not any(r.cfg.prefill_only_steps for r in rows if r.source.startswith("gps"))
+    assert "prefill_only_steps" in BENCHMARK_ASSUMPTIONS
