@@ -108,7 +108,8 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "serving_flags": "per-row flags from `notes` (the block's label first, then its command): "
                      "--max-num-batched-tokens, --max-num-seqs / --max-running-requests, --async-scheduling, "
                      "--enforce-eager / --disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / "
-                     "--mem-fraction-static",
+                     "--mem-fraction-static; also as a settings list without dashes (dsh100's 'chunked "
+                     "prefill=TRUE, max-num-batched-tokens=512, max-num-seqs=512', from dstack's README)",
     "vllm_v1_defaults": {
         "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 "
                 "sequences and 8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise "
@@ -151,6 +152,21 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
         "source": "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/config.py PyTorchConfig: 'If true, use CUDA "
                   "graphs for decoding ... use_cuda_graph: bool = False'; dstack's DeepSeek-R1 runs (dsr1h200, "
                   "0.17 'trtllm-serve --backend pytorch ...') pass no extra_llm_api_options"},
+    "vllm_v0_prefill_budget": {
+        "rule": "vLLM V0 (before 0.8) serving an MLA model without --max-num-batched-tokens: no chunked prefill "
+                "unless --enable-chunked-prefill, and then max(max_model_len, 2048) prompt tokens per step "
+                "(DeepSeek-R1: 163,840, whole prompts, a round of up to 51 prompts of 3,200 tokens in one "
+                "prefill step); with the flag, 2048",
+        "source": "sizing/data/engine_prefill_budget.csv (vllm 0.8.0 engine/arg_utils.py _set_default_args_v0, "
+                  "config.py SchedulerConfig.__post_init__); dstack's random-dataset runs on the 0.7.4 nightly "
+                  "pass no flag, its prefix-caching runs pass --enable-chunked-prefill"},
+    "prefill_only_steps": "vLLM V0 serving an MLA model without --enable-chunked-prefill, and SGLang before 0.5 "
+                          "without --enable-mixed-chunk, run prompts in prefill-only steps and decode only when "
+                          "none wait (sizing/data/engine_prefill_budget.csv, read in their schedulers): a "
+                          "fixed-length closed loop stays in lockstep rounds however many steps a round's "
+                          "prefill takes (sizing.perf.load._prefill_priority_rounds)",
+    "serving_flag_trtllm": "trtllm-serve's --max_num_tokens and --max_batch_size are its max_num_batched_tokens and "
+                           "max_num_seqs",
     "synchronized_closed_loop": "closed-loop rows with fixed lengths run in lockstep rounds (sizing.perf.load "
                                 "estimate_closed_loop synchronized=True); ShareGPT rows do not",
     "deepseek_v32": {
@@ -224,7 +240,9 @@ def _flag(notes: str, name: str) -> str | None:
         m = re.search(rf"{re.escape(name)}[ =]([0-9.]+)", text)
         if m:
             return m.group(1)
-    return None
+    # BENCHMARK_ASSUMPTIONS["serving_flags"]: a settings list ("chunked prefill=TRUE, max-num-batched-tokens=512")
+    m = re.search(rf"(?:^|[;,] ){re.escape(name.lstrip('-'))}=([0-9.]+)", notes)
+    return m.group(1) if m else None
 
 
 def _version(version: str) -> tuple[int, int]:
@@ -348,9 +366,15 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             elif src == "gpustackq":
                 limits.update(_vllm_v1_defaults(r["gpu"], "0.9.2"))
                 limits["max_num_seqs"] = min(int(limits["max_num_seqs"]), 1000)
-            if (v := _flag(notes, "--max-num-batched-tokens")) is not None:
+            elif engine == "vllm" and (budget := catalog.engine_prefill_budget(
+                    engine, _version(r["engine_version"]) if _version(r["engine_version"]) != (0, 0) else None,
+                    _model(catalog, MODELS[r["model"]]),
+                    "--enable-chunked-prefill" in notes)) is not None:
+                limits["max_num_batched_tokens"] = budget  # BENCHMARK_ASSUMPTIONS["vllm_v0_prefill_budget"]
+            if (v := _flag(notes, "--max-num-batched-tokens") or _flag(notes, "--max_num_tokens")) is not None:
                 limits["max_num_batched_tokens"] = int(v)
-            if (v := _flag(notes, "--max-num-seqs") or _flag(notes, "--max-running-requests")) is not None:
+            if (v := _flag(notes, "--max-num-seqs") or _flag(notes, "--max-running-requests")
+                    or _flag(notes, "--max_batch_size")) is not None:
                 limits["max_num_seqs"] = int(v)
             if (v := _flag(notes, "--gpu-memory-utilization") or _flag(notes, "--mem-fraction-static")) is not None:
                 limits["gpu_memory_utilization"] = float(v)
@@ -366,6 +390,11 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                     src == "gpustackq" and "awq" in r["weight_dtype"].lower()
                     and "marlin" not in r["weight_dtype"].lower()):
                 limits["awq_marlin"] = False
+            ver = _version(r["engine_version"])
+            # BENCHMARK_ASSUMPTIONS["prefill_only_steps"]
+            limits["prefill_only_steps"] = catalog.engine_prefill_only_steps(
+                engine, ver if ver != (0, 0) else None, _model(catalog, MODELS[r["model"]]),
+                "--enable-chunked-prefill" in notes if engine == "vllm" else "--enable-mixed-chunk" in notes)
             cfg = ReplicaConfig(model=_model(catalog, MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
                                 kv_cache_dtype=kv, engine=engine,

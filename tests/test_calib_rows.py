@@ -3,6 +3,9 @@ benchmark's engine version implies."""
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 from bench.calib_rows import BENCHMARK_ASSUMPTIONS, load_rows
 from sizing.catalog.lookup import load_catalog
 
@@ -117,3 +120,60 @@ def test_trt013_engines_take_trtllm_bench_builds_dataset_limits() -> None:
     assert by_shape[(128.0, 4096.0)] == (384, 2048)
     assert by_shape[(128.0, 128.0)] == (4096, 8192)  # capped at 4,096 sequences; 4,096 x 2 tokens
     assert by_shape[(2048.0, 128.0)][1] > 8192  # a prefill-heavy dataset gets a larger token budget
+
+
+def test_vllm_v0_with_mla_prefills_whole_prompts_in_a_max_model_len_budget_unless_chunked_prefill_is_asked() -> None:
+    # vLLM V0 (before 0.8 by default) does not chunk MLA prefills unless asked (vllm 0.8.0
+    # engine/arg_utils.py _set_default_args_v0: "Chunked prefill not supported for Multimodal or MLA in V0.
+    # ... self.enable_chunked_prefill = False"), and a scheduler without chunked prefill batches up to
+    # max(max_model_len, 2048) prompt tokens per step (config.py SchedulerConfig.__post_init__); with
+    # --enable-chunked-prefill its budget is 2048 ("chosen to have a balance between ITL and TTFT").
+    # dstack's DeepSeek-R1 rows on the 0.7.4 nightly: the random-dataset runs do not chunk (a round of up to
+    # 51 prompts of 3,200 tokens in one step: their TTFT grows with the users, mean = p50 = p99), the
+    # prefix-caching runs pass --enable-chunked-prefill
+    rows = [r for r in load_rows(load_catalog()) if r.source == "dsr1h200" and r.cfg.engine == "vllm"]
+    notes = _notes()
+    plain = [r for r in rows if "--enable-chunked-prefill" not in notes[r.id]]
+    chunked = [r for r in rows if "--enable-chunked-prefill" in notes[r.id]]
+    assert plain and chunked
+    assert {r.cfg.max_num_batched_tokens for r in plain} == {163840}  # DeepSeek-R1's max_position_embeddings
+    assert {r.cfg.max_num_batched_tokens for r in chunked} == {2048}
+    # V1 (0.8 and later) and non-MLA V0 rows are not this rule's
+    v1 = [r for r in load_rows(load_catalog()) if r.cfg.engine == "vllm" and r.source == "gpsdsr1"]
+    assert v1 and all(r.cfg.max_num_batched_tokens != 163840 for r in v1)
+    assert "vllm_v0_prefill_budget" in BENCHMARK_ASSUMPTIONS
+
+
+def test_trtllm_serve_limits_are_read_from_its_command() -> None:
+    # trtllm-serve's --max_num_tokens (tokens per step) and --max_batch_size (sequences) are its
+    # max_num_batched_tokens and max_num_seqs: dstack's 0.17 runs pass 16384 and 512
+    rows = [r for r in load_rows(load_catalog()) if r.source == "dsr1h200" and r.cfg.engine == "tensorrt-llm"]
+    assert rows and {(r.cfg.max_num_batched_tokens, r.cfg.max_num_seqs) for r in rows} == {(16384, 512)}
+
+
+def _notes() -> dict[str, str]:
+    """Row id -> the source's conditions (the third calibration file's notes)."""
+    path = Path(__file__).parents[1] / "bench/calibration/perf_points_2026_ext.csv"
+    with path.open(newline="", encoding="utf-8") as f:
+        return {r["id"]: r["notes"] for r in csv.DictReader(f)}
+
+
+def test_engine_settings_listed_without_dashes_are_read() -> None:
+    # dstack's Llama-3.1-405B runs list the vLLM 0.6.3 server's settings from its README's environment table
+    # ("chunked prefill=TRUE, max-num-batched-tokens=512, max-num-seqs=512, ..."), not as a command line
+    rows = [r for r in load_rows(load_catalog()) if r.source == "dsh100"]
+    assert rows and {(r.cfg.max_num_batched_tokens, r.cfg.max_num_seqs) for r in rows} == {(512, 512)}
+
+
+def test_prefill_priority_engines_are_marked_from_their_version_and_flags() -> None:
+    # vLLM V0 without chunked prefill and SGLang 0.4 without --enable-mixed-chunk decode only when no prompt
+    # waits (sizing/data/engine_prefill_budget.csv); V1 vLLM, SGLang 0.5 and TensorRT-LLM rows are not marked
+    rows = load_rows(load_catalog())
+    notes = _notes()
+    ds = [r for r in rows if r.source == "dsr1h200"]
+    assert all(r.cfg.prefill_only_steps for r in ds if r.cfg.engine == "sglang")
+    assert all(r.cfg.prefill_only_steps == ("--enable-chunked-prefill" not in notes[r.id])
+               for r in ds if r.cfg.engine == "vllm")
+    assert not any(r.cfg.prefill_only_steps for r in ds if r.cfg.engine == "tensorrt-llm")
+    assert not any(r.cfg.prefill_only_steps for r in rows if r.source.startswith("gps"))
+    assert "prefill_only_steps" in BENCHMARK_ASSUMPTIONS

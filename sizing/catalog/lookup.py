@@ -239,6 +239,40 @@ class Catalog:
                 return int(r["kernels_per_layer"])
         return 0
 
+    def engine_prefill_budget(self, engine: str, version: tuple[int, int] | None, model: ModelArch,
+                              chunked_prefill_flag: bool) -> int | None:
+        """Prompt tokens per step (max_num_batched_tokens) that `engine` at `version` (major, minor)
+        picks by itself for this model's attention kind, with chunked prefill at its default
+        (`chunked_prefill_flag` False) or asked for (True), where engine_prefill_budget.csv reads it in
+        the engine's code; None elsewhere (the engine's usual default applies). `max_model_len` there is
+        max(max_position_embeddings, 2048) tokens."""
+        r = self._prefill_row(engine, version, model, chunked_prefill_flag)
+        if r is None or not r["max_num_batched_tokens"]:
+            return None
+        v = r["max_num_batched_tokens"]
+        return max(model.max_position_embeddings, 2048) if v == "max_model_len" else int(v)
+
+    def engine_prefill_only_steps(self, engine: str, version: tuple[int, int] | None, model: ModelArch,
+                                  mixing_flag: bool) -> bool:
+        """Whether `engine` at `version` runs prompts in prefill-only steps and decodes only when none wait
+        (engine_prefill_budget.csv, read in its scheduler), with its mixing flag (vLLM
+        --enable-chunked-prefill, SGLang --enable-mixed-chunk) passed or not; False where the table
+        has no row (the engine mixes decodes into its prefill steps)."""
+        r = self._prefill_row(engine, version, model, mixing_flag)
+        return r is not None and r["prefill_only_steps"] == "yes"
+
+    def _prefill_row(self, engine: str, version: tuple[int, int] | None, model: ModelArch,
+                     flag: bool) -> dict[str, str] | None:
+        if version is None:
+            return None
+        want = "flag" if flag else "default"
+        for r in self.rows("engine_prefill_budget.csv"):
+            below = tuple(int(x) for x in r["version_below"].split("."))
+            kind_ok = r["attention"] == "any" or (r["attention"] == "mla" and model.is_mla)
+            if r["engine"] == engine and kind_ok and r["flag"] == want and version < below:
+                return r
+        return None
+
     # --- the platform under the GPUs ------------------------------------------------------
     @cached_property
     def platform(self) -> dict[str, PlatformSetting]:

@@ -23,7 +23,8 @@ class ReplicaConfig:
     `fabric` / `fabric_gbps`: the network between the nodes of a multi-node replica (pp > 1, one stage per
     node), "efa" or "ena" at Gbit/s per node (sizing.perf.fabric.node_fabric); None: the stages share a node,
     or no inter-node term is modelled. `engine_version`: (major, minor) of a measured run's engine, None
-    for llmcap's own pinned engine."""
+    for llmcap's own pinned engine. `prefill_only_steps`: the engine's scheduler never decodes while prompts
+    wait (a prefill-priority scheduler without mixed batches)."""
 
     model: ModelArch
     gpu: str
@@ -44,3 +45,7 @@ class ReplicaConfig:
     # (major, minor) of the engine's version where a measurement names it (sizing/data/engine_kernels.csv:
     # kernels per layer of an early engine's path); None: the current engine llmcap renders
     engine_version: tuple[int, int] | None = None
+    # the engine runs prompts in prefill-only steps and decodes only when none wait (vLLM V0 without chunked
+    # prefill, SGLang 0.4 without --enable-mixed-chunk: sizing/data/engine_prefill_budget.csv); measured rows
+    # set it, llmcap's own engine mixes decodes into its prefill steps
+    prefill_only_steps: bool = False
