@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sizing.catalog.records import ModelArch
+    from sizing.perf.spec_decode import SpecDecode
 
 
 @dataclass(frozen=True)
@@ -44,3 +45,6 @@ class ReplicaConfig:
     # (major, minor) of the engine's version where a measurement names it (sizing/data/engine_kernels.csv:
     # kernels per layer of an early engine's path); None: the current engine llmcap renders
     engine_version: tuple[int, int] | None = None
+    # speculative decoding (vLLM --speculative-config, SGLang --speculative-algorithm); None: plain decoding.
+    # Measured rows set it (bench/calib_rows.py); llmcap renders none
+    spec: SpecDecode | None = None
