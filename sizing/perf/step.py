@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import PerfModelError
 from sizing.perf.fabric import pipeline_bytes_per_token
-from sizing.perf.spec_decode import SpecDecode, draft_passes
 from sizing.perf.memory import (
     dense_bytes_per_param,
     embedding_params,
@@ -49,6 +48,7 @@ from sizing.perf.memory import (
     state_bytes_per_sequence,
     weight_bytes_per_replica,
 )
+from sizing.perf.spec_decode import SpecDecode, draft_passes
 
 if TYPE_CHECKING:
     from sizing.catalog.calibration import Calibration
@@ -312,7 +312,8 @@ class StepModel:
         w = (self.weight_bytes_touched(tokens) - self.lm_head_bytes_per_gpu) * per_layer + self.lm_head_bytes_per_gpu
         mem = (w + decode_seqs * self.kv_read_bytes(ctx_tokens) * per_layer) / self.bw_bytes_per_s
         lm = self.lm_head_flops_per_token_per_gpu
-        comp = ((self.dense_flops_per_token_per_gpu - lm) * tokens * per_layer + lm * sampled) / self.dense_flops_per_s \
+        dense = (self.dense_flops_per_token_per_gpu - lm) * tokens * per_layer + lm * sampled
+        comp = dense / self.dense_flops_per_s \
             + self.expert_flops_per_token_per_gpu * tokens * per_layer / self.expert_flops_per_s \
             + self.attn_flops_per_ctx_token_per_gpu * tokens * per_layer * self.attended(ctx_tokens) \
             / self.attn_flops_per_s
