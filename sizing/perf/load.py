@@ -43,7 +43,7 @@ from sizing.perf.memory import (
     sequence_bytes_per_replica,
 )
 from sizing.perf.replica import ReplicaConfig
-from sizing.perf.spec_decode import acceptance_length
+from sizing.perf.spec_decode import acceptance_length, spec_max_running
 from sizing.perf.step import StepModel, build_step_model, overlap
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def _engine_limits(catalog: Catalog, cfg: ReplicaConfig) -> tuple[int, int, str]
     except CatalogLookupError:  # a calibration-only engine (e.g. tgi) sizes memory like vLLM
         catalog.calibration.engine_eff(cfg.engine)
         eng, mem_engine = catalog.engine("vllm"), "vllm"
-    return (cfg.max_num_seqs or eng.default_max_num_seqs,
+    return (cfg.max_num_seqs or spec_max_running(cfg.engine, cfg.spec) or eng.default_max_num_seqs,
             cfg.max_num_batched_tokens or eng.default_max_num_batched_tokens, mem_engine)
 
 
@@ -276,8 +276,13 @@ def _saturated_batch(c: _Ctx) -> float:
     batch limit, or fewer when prefill fills the token budget first. The engine schedules running
     decodes first and prefills in what is left of max_num_batched_tokens, so in steady state the
     prefill completion rate (budget - B) / prompt per step equals the decode completion rate
-    B / output: B = budget × output / (prompt + output)."""
-    return max(1.0, min(float(c.max_running), c.budget * c.decode_steps / (c.prefill_tokens + c.decode_steps)))
+    B / output: B = budget × output / (prompt + output). Under speculative decoding each running
+    sequence takes k + 1 tokens of the budget a step and advances `acc` tokens (vLLM's scheduler counts
+    `num_tokens_with_spec` against the budget; sizing.perf.spec_decode): (budget - B(k + 1)) / prompt =
+    B·acc / output, so B = budget × output / ((k + 1) · output + acc · prompt)."""
+    q, acc = c.sm.spec_tokens + 1.0, c.sm.spec_accept_len
+    return max(1.0, min(float(c.max_running),
+                        c.budget * c.decode_steps / (acc * c.prefill_tokens + q * c.decode_steps)))
 
 
 # --- step-level quantities (seconds) ---------------------------------------------------------

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from sizing.catalog.records import ModelArch
 
 METHODS = ("mtp", "eagle", "eagle3")
+# SGLang caps the running batch under EAGLE-style speculative decoding (NEXTN is EAGLE with the model's own
+# MTP layer) unless --max-running-requests is given: sglang 0.5.3 and 0.5.6.post2 srt/server_args.py
+# _handle_speculative_decoding: 'if self.max_running_requests is None: self.max_running_requests = 48'
+# ("Max running requests is reset to 48 for speculative decoding", 0.5.6.post2)
+SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,11 @@ def acceptance_length(catalog: Catalog, model: ModelArch, spec: SpecDecode) -> f
         raise PerfModelError(f"spec_decode_acceptance.csv has no acceptance rate for {family} {spec.method} at "
                              f"draft position(s) {missing}; add sourced rows or give the measured acceptance_length")
     return 1.0 + sum(rates[i] for i in range(1, spec.num_tokens + 1))
+
+
+def spec_max_running(engine: str, spec: SpecDecode | None) -> int | None:
+    """The running-batch limit an engine sets by itself under speculative decoding (None: its usual default)."""
+    return SGLANG_SPEC_MAX_RUNNING_REQUESTS if spec is not None and engine == "sglang" else None
 
 
 def draft_passes(engine: str, spec: SpecDecode) -> int:
