@@ -365,10 +365,11 @@ def _prefill_s(c: _Ctx, batch: float, prompt: float) -> float:
 
 def _prefill_raw(c: _Ctx, batch: float, prompt: float) -> float:
     if prompt <= 0:
-        return c.sm.step_s(max(batch, 1.0), c.mean_decode_context)
+        return c.sm.wall_step_s(max(batch, 1.0), c.mean_decode_context)
     ch = _chunk(c, batch, prompt)
-    # chunk k of a prompt attends over the k - 1 chunks before it: over all chunks, prompt / 2 on average
-    return (prompt / ch) * c.sm.step_s(batch, c.mean_decode_context, ch, c.cached_tokens + prompt / 2)
+    # chunk k of a prompt attends over the k - 1 chunks before it: over all chunks, prompt / 2 on average;
+    # each chunk waits a whole engine step (under speculative decoding: its verify and draft work too)
+    return (prompt / ch) * c.sm.wall_step_s(batch, c.mean_decode_context, ch, c.cached_tokens + prompt / 2)
 
 
 @_memo("busy")
@@ -383,8 +384,8 @@ def _prefill_busy_s(c: _Ctx, batch: float) -> float:
     ch = _chunk(c, b, c.prefill_tokens)
     if ch <= 0:
         return 0.0
-    with_chunk = c.sm.step_s(b, c.mean_decode_context, ch, c.cached_tokens + c.prefill_tokens / 2)
-    return (c.prefill_tokens / ch) * max(with_chunk - c.sm.step_s(b, c.mean_decode_context), 0.0)
+    with_chunk = c.sm.wall_step_s(b, c.mean_decode_context, ch, c.cached_tokens + c.prefill_tokens / 2)
+    return (c.prefill_tokens / ch) * max(with_chunk - c.sm.wall_step_s(b, c.mean_decode_context), 0.0)
 
 
 def _wait_q(mean: float, rho: float, q: float) -> float:
@@ -425,7 +426,7 @@ def _point(c: _Ctx, batch: float, lam: float, queue_s: float = 0.0) -> _Point:
     itl = _cycle_s(c, batch)
     s = _prefill_s(c, batch, c.prefill_tokens)
     w, rho = _wait_s(c, lam, s, _prefill_busy_s(c, batch))
-    residual = 0.5 * c.sm.step_s(batch, c.mean_decode_context) if batch > 1 else 0.0
+    residual = 0.5 * c.sm.wall_step_s(batch, c.mean_decode_context) if batch > 1 else 0.0
     base = queue_s + residual + c.request_overhead_s
     if not math.isfinite(w):
         return _Point(batch, lam, math.inf, {q: math.inf for q in (0.5, 0.95, 0.99)}, itl, stable=False)

@@ -297,8 +297,20 @@ class StepModel:
         speculative decoding and sequences decoding, the time per token each sequence advances: one
         step verifies k + 1 tokens per sequence, runs the draft, and yields spec_accept_len tokens, so a
         token's share is the step's time / spec_accept_len (the prompt tokens it carries scaled alike)."""
-        if self.spec_tokens and decode_seqs > 0:
-            return self._spec_step_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
+        if self.spec_tokens and decode_seqs > 0:  # the prompt tokens that arrive while a sequence advances acc tokens
+            acc = self.spec_accept_len
+            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens * acc, prefill_ctx_tokens, kv_read_bytes,
+                                     n_steps) / acc
+        return self.wall_step_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
+
+    def wall_step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
+                    prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None,
+                    n_steps: float = 1.0) -> float:
+        """Wall time of `n_steps` engine steps carrying these prompt tokens, seconds: what a prompt whose
+        chunks they are waits (its TTFT). Without speculative decoding the same as step_s; with it, each
+        step verifies k + 1 tokens per decoding sequence and runs the draft, whatever it yields."""
+        if self.spec_tokens:
+            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
                                      n_steps)
         gpu = self.gpu_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
         cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
@@ -323,18 +335,17 @@ class StepModel:
             comm = 2.0 * (2.0 * (self.tp - 1) * self.hop_latency_s + ring)
         return overlap(mem, comp, self.roofline_sharpness) + comm + self.kernel_floor_s * self.pp * per_layer
 
-    def _spec_step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float,
+    def _spec_wall_s(self, decode_seqs: float, ctx_tokens: float, p: float,
                      prefill_ctx_tokens: float, kv_read_bytes: float | None, n_steps: float) -> float:
-        """step_s under speculative decoding: seconds per token advanced (see step_s)."""
-        acc = self.spec_accept_len
+        """Wall seconds of `n_steps` speculative steps carrying `p` prompt tokens (the draft's first pass runs
+        over them too, sampling one position per sequence)."""
         q = self.spec_tokens + 1.0
-        p = prefill_tokens * acc  # the prompt tokens that arrive while a sequence advances acc tokens
         verify = self.gpu_s(decode_seqs, ctx_tokens, p, prefill_ctx_tokens, kv_read_bytes, n_steps, q)
-        draft = n_steps * self.draft_pass_s(decode_seqs * q + p / n_steps, decode_seqs, decode_seqs, ctx_tokens) \
+        draft = n_steps * self.draft_pass_s(decode_seqs * q + p / n_steps, max(decode_seqs, 1.0), decode_seqs,
+                                            ctx_tokens) \
             + n_steps * self.spec_draft_passes * self.draft_pass_s(decode_seqs, decode_seqs, decode_seqs, ctx_tokens)
         cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
-        wall = max(verify + draft, cpu) if self.async_scheduling else verify + draft + cpu
-        return wall / acc
+        return max(verify + draft, cpu) if self.async_scheduling else verify + draft + cpu
 
 
 def engine_step_s(sm: StepModel, decode_context_tokens: Sequence[float],
