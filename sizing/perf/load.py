@@ -43,7 +43,7 @@ from sizing.perf.memory import (
     sequence_bytes_per_replica,
 )
 from sizing.perf.replica import ReplicaConfig
-from sizing.perf.spec_decode import acceptance_length, spec_max_running
+from sizing.perf.spec_decode import acceptance_length, draft_passes, spec_max_running
 from sizing.perf.step import StepModel, build_step_model, overlap
 
 if TYPE_CHECKING:
@@ -231,7 +231,9 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                           cfg.kv_cache_dtype, cfg.engine, link, cfg.cuda_graphs, cfg.async_scheduling,
                           cfg.awq_marlin, cfg.fabric_gbps,
                           catalog.engine_kernels_per_layer(cfg.engine, cfg.engine_version, cfg.model),
-                          cfg.spec, acceptance_length(catalog, cfg.model, cfg.spec) if cfg.spec else 1.0)
+                          cfg.spec.num_tokens if cfg.spec else 0,
+                          acceptance_length(catalog, cfg.model, cfg.spec) if cfg.spec else 1.0,
+                          draft_passes(cfg.engine, cfg.spec) if cfg.spec else 0)
     full_tokens = int(math.ceil((shape.prompt_tokens_p95 or shape.prompt_tokens)
                                 + (shape.output_tokens_p95 or shape.output_tokens)))
     fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)

@@ -48,7 +48,6 @@ from sizing.perf.memory import (
     state_bytes_per_sequence,
     weight_bytes_per_replica,
 )
-from sizing.perf.spec_decode import SpecDecode, draft_passes
 
 if TYPE_CHECKING:
     from sizing.catalog.calibration import Calibration
@@ -301,7 +300,12 @@ class StepModel:
             acc = self.spec_accept_len
             return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens * acc, prefill_ctx_tokens, kv_read_bytes,
                                      n_steps) / acc
-        return self.wall_step_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
+        if self.spec_tokens:
+            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
+                                     n_steps)
+        gpu = self.gpu_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
+        cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
+        return max(gpu, cpu) if self.async_scheduling else gpu + cpu
 
     def wall_step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
                     prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None,
@@ -392,15 +396,16 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
                      tp: int, pp: int, kv_cache_dtype: str, engine: str, interconnect: str,
                      cuda_graphs: bool = True, async_scheduling: bool = False,
                      awq_marlin: bool = True, fabric_gbps: float | None = None,
-                     kernels_per_layer: int = 0, spec: SpecDecode | None = None,
-                     spec_accept_len: float = 1.0) -> StepModel:
+                     kernels_per_layer: int = 0, spec_tokens: int = 0, spec_accept_len: float = 1.0,
+                     spec_draft_passes: int = 0) -> StepModel:
     """Precompute a replica's step-model constants from the catalog and the calibration.
     `fabric_gbps`: Gbit/s per node between the pipeline stages of a multi-node replica (None: one node).
     `awq_marlin` False: an AWQ checkpoint on the unfused kernels (engines.csv
     `awq_unfused_dequantize_min_tokens`). An engine engines.csv does not list (tgi, calibration only)
     has neither kernel rule. `kernels_per_layer`: the kernels each layer launches per step where
     engine_kernels.csv counts them for the engine's version (Catalog.engine_kernels_per_layer; 0: not a term).
-    `spec`: speculative decoding (sizing.perf.spec_decode), yielding `spec_accept_len` tokens per step."""
+    `spec_tokens` k > 0: speculative decoding (sizing.perf.spec_decode: k drafted tokens per sequence, a step
+    yielding `spec_accept_len` tokens, `spec_draft_passes` draft passes after the first)."""
     gpu = catalog.gpu(gpu_name)
     fmt = catalog.precision(precision)
     n = tp * pp
@@ -491,7 +496,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         * (model.index_head_dim or 0) / n if model.index_topk else 0.0,
         state_bytes_per_seq_per_gpu=state_bytes_per_sequence(model) / n,
         kernel_floor_s=kernels_per_layer * model.num_layers / pp * cal.v("graph_kernel_us") / 1e6,
-        spec_tokens=spec.num_tokens if spec else 0, spec_accept_len=spec_accept_len if spec else 1.0,
-        spec_draft_passes=draft_passes(engine, spec) if spec else 0,
+        spec_tokens=spec_tokens, spec_accept_len=spec_accept_len if spec_tokens else 1.0,
+        spec_draft_passes=spec_draft_passes,
         lm_head_bytes_per_gpu=model.vocab_size * model.hidden_size
         * (fmt.bytes_per_param if fmt.quantizes_embeddings else 2.0) / n)
