@@ -211,7 +211,8 @@ def _spec(notes: str, engine: str) -> SpecDecode | None:
     m = re.search(r'--speculative-config[ =]\s*\{[^}]*"method"\s*:\s*"(\w+)"[^}]*"num_speculative_tokens"\s*:\s*(\d+)',
                   notes)
     if m:
-        return SpecDecode(m.group(1).lower(), int(m.group(2)))
+        method = m.group(1).lower()  # vLLM's per-model aliases (deepseek_mtp, qwen3_next_mtp, ...) are its MTP
+        return SpecDecode("mtp" if method.endswith("_mtp") else method, int(m.group(2)))
     m = re.search(r"--speculative-algorithm (EAGLE3?|NEXTN)\b", notes)
     if m and engine == "sglang":
         steps = _flag(notes, "--speculative-num-steps")

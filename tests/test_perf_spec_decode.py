@@ -114,3 +114,13 @@ def test_a_prompt_waits_whole_speculative_steps() -> None:
     assert c.sm.wall_step_s(8, 1150.0, 1000.0, 500.0) > c.sm.step_s(8, 1150.0, 1000.0, 500.0)
     for n in (1, 8):
         assert estimate_closed_loop(CAT, spec, SHAPE, n).ttft_ms >= estimate_closed_loop(CAT, plain, SHAPE, n).ttft_ms
+
+
+def test_spec_flags_as_the_engines_spell_them() -> None:
+    from bench.calib_rows import _spec
+
+    assert _spec('--speculative-config={"method": "deepseek_mtp", "num_speculative_tokens": 2}', "vllm") \
+        == SpecDecode("mtp", 2)
+    assert _spec("--speculative-algorithm NEXTN --speculative-num-steps 3 --speculative-eagle-topk 1", "sglang") \
+        == SpecDecode("mtp", 3)
+    assert _spec("vllm serve m --max-num-seqs 8", "vllm") is None
