@@ -29,6 +29,7 @@ from sizing.perf.load import (
     estimate_open_loop,
 )
 from sizing.perf.replica import ReplicaConfig
+from sizing.perf.spec_decode import SpecDecode, acceptance_length
 
 CALIB_DIR = Path(__file__).resolve().parent / "calibration"  # bench/calibration/VENDORED.md
 DEFAULT_CSV = CALIB_DIR / "perf_points.csv"
@@ -208,6 +209,17 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
     "hybrid_state_cache": "Qwen3.5 and Nemotron-H rows keep one linear-attention / Mamba state per running sequence "
                           "(vLLM's default mamba_cache_mode 'none', vllm/config/cache.py; ASSUMED for every such row, "
                           "SGLang's too)",
+    "speculative_decoding": "rows whose command enables speculative decoding run it in the model "
+                            "(sizing.perf.spec_decode): vLLM `--speculative-config {\"method\": M, "
+                            "\"num_speculative_tokens\": k}`; SGLang `--speculative-algorithm EAGLE|NEXTN "
+                            "--speculative-num-steps s --speculative-eagle-topk 1` without a draft model path is "
+                            "its NextN (MTP) layer drafting s tokens (SGLang server_args: NEXTN is EAGLE with the "
+                            "model's own nextn layer as draft; DeepSeek checkpoints load it by default). No page "
+                            "prints the acceptance length, so sizing/data/spec_decode_acceptance.csv gives it. "
+                            "ITL rows from vllm bench serve time the gaps between streamed chunks, and a step's "
+                            "accepted tokens stream as one chunk (benchmarks endpoint_request_func: "
+                            "`output.itl.append(timestamp - most_recent_timestamp)` once per chunk): their ITL is "
+                            "acceptance length x the per-token time, TPOT ((e2e - ttft) / (tokens - 1)) is not",
     "r2rz_tpot": "r2rz TPOT percentiles are over requests' (e2e - ttft) / (tokens - 1): the model's TPOT percentiles",
 }
 
@@ -243,6 +255,24 @@ def _flag(notes: str, name: str) -> str | None:
     # BENCHMARK_ASSUMPTIONS["serving_flags"]: a settings list ("chunked prefill=TRUE, max-num-batched-tokens=512")
     m = re.search(rf"(?:^|[;,] ){re.escape(name.lstrip('-'))}=([0-9.]+)", notes)
     return m.group(1) if m else None
+
+
+def _spec(notes: str, engine: str) -> SpecDecode | None:
+    """BENCHMARK_ASSUMPTIONS['speculative_decoding']: the row's speculative decoding from its command."""
+    m = re.search(r'--speculative-config[ =]\s*\{[^}]*"method"\s*:\s*"(\w+)"[^}]*"num_speculative_tokens"\s*:\s*(\d+)',
+                  notes)
+    if m:
+        method = m.group(1).lower()  # vLLM's per-model aliases (deepseek_mtp, qwen3_next_mtp, ...) are its MTP
+        return SpecDecode("mtp" if method.endswith("_mtp") else method, int(m.group(2)))
+    m = re.search(r"--speculative-algorithm (EAGLE3?|NEXTN)\b", notes)
+    if m and engine == "sglang":
+        steps = _flag(notes, "--speculative-num-steps")
+        topk = _flag(notes, "--speculative-eagle-topk")
+        assert steps is not None and topk in (None, "1"), notes
+        method = "eagle3" if m.group(1) == "EAGLE3" else ("eagle" if "--speculative-draft-model-path" in notes
+                                                           else "mtp")
+        return SpecDecode(method, int(steps))
+    return None
 
 
 def _version(version: str) -> tuple[int, int]:
@@ -281,6 +311,7 @@ class CalRow:
     gpu: str = ""
     arrivals: str = "poisson"  # open loop: poisson | uniform (a constant-rate client)
     requests: int = 0  # a burst held to `load` in flight: the run's total requests (0: all `load` at once)
+    tokens_per_chunk: float = 1.0  # tokens a streamed chunk carries (speculative decoding: the acceptance length)
 
 
 def _model(catalog: Catalog, name: str) -> ModelArch:
@@ -395,6 +426,9 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             limits["prefill_only_steps"] = catalog.engine_prefill_only_steps(
                 engine, ver if ver != (0, 0) else None, _model(catalog, MODELS[r["model"]]),
                 "--enable-chunked-prefill" in notes if engine == "vllm" else "--enable-mixed-chunk" in notes)
+            spec = _spec(notes, engine)
+            if spec is not None:
+                limits["spec"] = spec  # type: ignore[assignment]
             cfg = ReplicaConfig(model=_model(catalog, MODELS[r["model"]]), gpu=r["gpu"],
                                 precision=_precision(r["weight_dtype"]), tp=int(r["tp"]), pp=int(r["pp"] or 1),
                                 kv_cache_dtype=kv, engine=engine,
@@ -442,7 +476,8 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
             out.append(CalRow(r["id"], src, r["metric"], float(r["value"]), cfg, shape,
                               mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"],
                               "uniform" if guidellm and mode == "open" else "poisson",
-                              requests if requests > load else 0))
+                              requests if requests > load else 0,
+                              acceptance_length(catalog, cfg.model, spec) if spec is not None else 1.0))
     return out
 
 
@@ -486,7 +521,7 @@ def predict_from(row: CalRow, e: LoadEstimate) -> float:
         "total_tok_s_total": lambda: e.output_tokens_per_s * (isl + osl) / osl,
         "requests_s": lambda: e.output_tokens_per_s / osl,
         "ttft_ms": lambda: e.percentile("ttft", q) + (ms / 2 * e.itl_ms if ms > 1 else 0.0),
-        "itl_ms": lambda: e.percentile("itl", q) * ms if ms == 1 else e.itl_ms * ms,
+        "itl_ms": lambda: (e.percentile("itl", q) * ms if ms == 1 else e.itl_ms * ms) * row.tokens_per_chunk,
         "tpot_ms": lambda: (e.e2e_latency_ms / osl if row.cfg.engine == "tgi" else e.percentile("tpot", q)),
         "e2e_latency_ms": lambda: e.percentile("e2e", q),
     }

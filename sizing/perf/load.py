@@ -43,6 +43,7 @@ from sizing.perf.memory import (
     sequence_bytes_per_replica,
 )
 from sizing.perf.replica import ReplicaConfig
+from sizing.perf.spec_decode import acceptance_length, draft_passes, spec_max_running
 from sizing.perf.step import StepModel, build_step_model, overlap
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ def _engine_limits(catalog: Catalog, cfg: ReplicaConfig) -> tuple[int, int, str]
     except CatalogLookupError:  # a calibration-only engine (e.g. tgi) sizes memory like vLLM
         catalog.calibration.engine_eff(cfg.engine)
         eng, mem_engine = catalog.engine("vllm"), "vllm"
-    return (cfg.max_num_seqs or eng.default_max_num_seqs,
+    return (cfg.max_num_seqs or spec_max_running(cfg.engine, cfg.spec) or eng.default_max_num_seqs,
             cfg.max_num_batched_tokens or eng.default_max_num_batched_tokens, mem_engine)
 
 
@@ -230,7 +231,10 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     sm = build_step_model(catalog, cal, cfg.model, cfg.gpu, cfg.precision, cfg.tp, cfg.pp,
                           cfg.kv_cache_dtype, cfg.engine, link, cfg.cuda_graphs, cfg.async_scheduling,
                           cfg.awq_marlin, cfg.fabric_gbps,
-                          catalog.engine_kernels_per_layer(cfg.engine, cfg.engine_version, cfg.model))
+                          catalog.engine_kernels_per_layer(cfg.engine, cfg.engine_version, cfg.model),
+                          cfg.spec.num_tokens if cfg.spec else 0,
+                          acceptance_length(catalog, cfg.model, cfg.spec) if cfg.spec else 1.0,
+                          draft_passes(cfg.engine, cfg.spec) if cfg.spec else 0)
     full_tokens = int(math.ceil((shape.prompt_tokens_p95 or shape.prompt_tokens)
                                 + (shape.output_tokens_p95 or shape.output_tokens)))
     fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)
@@ -291,8 +295,13 @@ def _saturated_batch(c: _Ctx) -> float:
     batch limit, or fewer when prefill fills the token budget first. The engine schedules running
     decodes first and prefills in what is left of max_num_batched_tokens, so in steady state the
     prefill completion rate (budget - B) / prompt per step equals the decode completion rate
-    B / output: B = budget × output / (prompt + output)."""
-    return max(1.0, min(float(c.max_running), c.budget * c.decode_steps / (c.prefill_tokens + c.decode_steps)))
+    B / output: B = budget × output / (prompt + output). Under speculative decoding each running
+    sequence takes k + 1 tokens of the budget a step and advances `acc` tokens (vLLM's scheduler counts
+    `num_tokens_with_spec` against the budget; sizing.perf.spec_decode): (budget - B(k + 1)) / prompt =
+    B·acc / output, so B = budget × output / ((k + 1) · output + acc · prompt)."""
+    q, acc = c.sm.spec_tokens + 1.0, c.sm.spec_accept_len
+    return max(1.0, min(float(c.max_running),
+                        c.budget * c.decode_steps / (acc * c.prefill_tokens + q * c.decode_steps)))
 
 
 # --- step-level quantities (seconds) ---------------------------------------------------------
@@ -375,10 +384,11 @@ def _prefill_s(c: _Ctx, batch: float, prompt: float) -> float:
 
 def _prefill_raw(c: _Ctx, batch: float, prompt: float) -> float:
     if prompt <= 0:
-        return c.sm.step_s(max(batch, 1.0), c.mean_decode_context)
+        return c.sm.wall_step_s(max(batch, 1.0), c.mean_decode_context)
     ch = _chunk(c, batch, prompt)
-    # chunk k of a prompt attends over the k - 1 chunks before it: over all chunks, prompt / 2 on average
-    return (prompt / ch) * c.sm.step_s(batch, c.mean_decode_context, ch, c.cached_tokens + prompt / 2)
+    # chunk k of a prompt attends over the k - 1 chunks before it: over all chunks, prompt / 2 on average;
+    # each chunk waits a whole engine step (under speculative decoding: its verify and draft work too)
+    return (prompt / ch) * c.sm.wall_step_s(batch, c.mean_decode_context, ch, c.cached_tokens + prompt / 2)
 
 
 @_memo("busy")
@@ -393,8 +403,8 @@ def _prefill_busy_s(c: _Ctx, batch: float) -> float:
     ch = _chunk(c, b, c.prefill_tokens)
     if ch <= 0:
         return 0.0
-    with_chunk = c.sm.step_s(b, c.mean_decode_context, ch, c.cached_tokens + c.prefill_tokens / 2)
-    return (c.prefill_tokens / ch) * max(with_chunk - c.sm.step_s(b, c.mean_decode_context), 0.0)
+    with_chunk = c.sm.wall_step_s(b, c.mean_decode_context, ch, c.cached_tokens + c.prefill_tokens / 2)
+    return (c.prefill_tokens / ch) * max(with_chunk - c.sm.wall_step_s(b, c.mean_decode_context), 0.0)
 
 
 def _wait_q(mean: float, rho: float, q: float) -> float:
@@ -435,7 +445,7 @@ def _point(c: _Ctx, batch: float, lam: float, queue_s: float = 0.0) -> _Point:
     itl = _cycle_s(c, batch)
     s = _prefill_s(c, batch, c.prefill_tokens)
     w, rho = _wait_s(c, lam, s, _prefill_busy_s(c, batch))
-    residual = 0.5 * c.sm.step_s(batch, c.mean_decode_context) if batch > 1 else 0.0
+    residual = 0.5 * c.sm.wall_step_s(batch, c.mean_decode_context) if batch > 1 else 0.0
     base = queue_s + residual + c.request_overhead_s
     if not math.isfinite(w):
         return _Point(batch, lam, math.inf, {q: math.inf for q in (0.5, 0.95, 0.99)}, itl, stable=False)

@@ -239,6 +239,9 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
     util = gpu_memory_utilization or eng.default_gpu_memory_utilization
     mem = gpu_memory_gib or catalog.gpu_usable_memory_gib(gpu)
     w_gpu = weights_gib_per_gpu(model, fmt, tp, pp)
+    if cfg.spec is not None and cfg.spec.method == "mtp":  # MTP drafts load the checkpoint's MTP layers
+        w_gpu += (weight_bytes_per_replica(model, fmt, include_mtp=True) - weight_bytes_per_replica(model, fmt)) \
+            / (tp * pp) / GIB
     extra = engine_layout_extra_bytes_per_replica(model, fmt, engine, catalog.gpu(gpu).generation, tp)
     w_gpu += extra / (tp * pp) / GIB
     over = runtime_overhead_gib_per_gpu(model, eng, tp, max_num_batched_tokens, cfg.max_num_seqs)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sizing.catalog.records import ModelArch
+    from sizing.perf.spec_decode import SpecDecode
 
 
 @dataclass(frozen=True)
@@ -49,3 +50,6 @@ class ReplicaConfig:
     # prefill, SGLang 0.4 without --enable-mixed-chunk: sizing/data/engine_prefill_budget.csv); measured rows
     # set it, llmcap's own engine mixes decodes into its prefill steps
     prefill_only_steps: bool = False
+    # speculative decoding (vLLM --speculative-config, SGLang --speculative-algorithm); None: plain decoding.
+    # Measured rows set it (bench/calib_rows.py); llmcap renders none
+    spec: SpecDecode | None = None

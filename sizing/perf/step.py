@@ -190,6 +190,13 @@ class StepModel:
     # the layer's kernels costs `graph_kernel_us` of GPU time per step whatever its work (launch gap plus
     # shortest run), per pipeline stage, with or without CUDA graphs; 0 where the table counts nothing
     kernel_floor_s: float = 0.0
+    # speculative decoding (sizing.perf.spec_decode): every decoding sequence verifies `spec_tokens` + 1 tokens a
+    # step, the draft (one decoder layer + the LM head) runs once over the step's tokens and `spec_draft_passes`
+    # more times over one token per sequence, and a step yields `spec_accept_len` tokens per sequence on average
+    spec_tokens: int = 0
+    spec_accept_len: float = 1.0
+    spec_draft_passes: int = 0
+    lm_head_bytes_per_gpu: float = 0.0  # the LM head's weights (the draft's, shared with the target's)
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -224,15 +231,18 @@ class StepModel:
 
     def parts(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
               prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None,
-              n_steps: float = 1.0) -> tuple[float, float, float]:
+              n_steps: float = 1.0, decode_query: float = 1.0) -> tuple[float, float, float]:
         """(memory s, compute s, communication s) of one stage's work on one micro-batch, spread over
         `n_steps` engine steps (weights are read, and all-reduces launched, once per step).
         `ctx_tokens`: mean context of a decoding sequence; `prefill_ctx_tokens`: mean context a
         prefill token attends over; `kv_read_bytes`: KV bytes per GPU the decodes read (None: from
-        ctx_tokens)."""
+        ctx_tokens); `decode_query`: tokens each decoding sequence runs (1; speculative verification
+        k + 1: every one through the GEMMs and the LM head, attending over the same context, whose KV
+        is read once)."""
         d, p = decode_seqs / self.pp, prefill_tokens / self.pp
-        tokens = d + p
         kv = kv_read_bytes / self.pp if kv_read_bytes is not None else d * self.kv_read_bytes(ctx_tokens)
+        d *= decode_query
+        tokens = d + p
         weights = n_steps * self.weight_bytes_touched(tokens / n_steps)
         dense_rate = self.dense_flops_per_s
         if self.dequantize_min_tokens is not None and tokens / n_steps >= self.dequantize_min_tokens:
@@ -265,10 +275,11 @@ class StepModel:
         return mem, comp, comm
 
     def gpu_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
-              prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None, n_steps: float = 1.0) -> float:
+              prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None, n_steps: float = 1.0,
+              decode_query: float = 1.0) -> float:
         """GPU time of `n_steps` steps, whole replica (all pp stages), seconds: the roofline bound."""
         mem, comp, comm = self.parts(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
-                                     n_steps)
+                                     n_steps, decode_query)
         return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm
                           + n_steps * (self.launch_s + self.kernel_floor_s)) \
             + self.inter_node_s(decode_seqs + prefill_tokens)
@@ -281,10 +292,64 @@ class StepModel:
 
     def step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
                prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None, n_steps: float = 1.0) -> float:
-        """Wall time of `n_steps` engine steps for the whole replica (all pp stages), seconds."""
+        """Wall time of `n_steps` engine steps for the whole replica (all pp stages), seconds. With
+        speculative decoding and sequences decoding, the time per token each sequence advances: one
+        step verifies k + 1 tokens per sequence, runs the draft, and yields spec_accept_len tokens, so a
+        token's share is the step's time / spec_accept_len (the prompt tokens it carries scaled alike)."""
+        if self.spec_tokens and decode_seqs > 0:  # the prompt tokens that arrive while a sequence advances acc tokens
+            acc = self.spec_accept_len
+            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens * acc, prefill_ctx_tokens, kv_read_bytes,
+                                     n_steps) / acc
+        if self.spec_tokens:
+            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
+                                     n_steps)
         gpu = self.gpu_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
         cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
         return max(gpu, cpu) if self.async_scheduling else gpu + cpu
+
+    def wall_step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
+                    prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None,
+                    n_steps: float = 1.0) -> float:
+        """Wall time of `n_steps` engine steps carrying these prompt tokens, seconds: what a prompt whose
+        chunks they are waits (its TTFT). Without speculative decoding the same as step_s; with it, each
+        step verifies k + 1 tokens per decoding sequence and runs the draft, whatever it yields."""
+        if self.spec_tokens:
+            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
+                                     n_steps)
+        gpu = self.gpu_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
+        cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
+        return max(gpu, cpu) if self.async_scheduling else gpu + cpu
+
+    def draft_pass_s(self, tokens: float, sampled: float, decode_seqs: float, ctx_tokens: float) -> float:
+        """GPU seconds of one pass of the draft (one decoder layer of this model's shape: an EAGLE head or
+        the MTP layer, plus the LM head on the `sampled` positions) over `tokens` tokens, `decode_seqs`
+        sequences attending over `ctx_tokens` each; its all-reduces as one layer's."""
+        per_layer = 1.0 / self.num_layers
+        w = (self.weight_bytes_touched(tokens) - self.lm_head_bytes_per_gpu) * per_layer + self.lm_head_bytes_per_gpu
+        mem = (w + decode_seqs * self.kv_read_bytes(ctx_tokens) * per_layer) / self.bw_bytes_per_s
+        lm = self.lm_head_flops_per_token_per_gpu
+        dense = (self.dense_flops_per_token_per_gpu - lm) * tokens * per_layer + lm * sampled
+        comp = dense / self.dense_flops_per_s \
+            + self.expert_flops_per_token_per_gpu * tokens * per_layer / self.expert_flops_per_s \
+            + self.attn_flops_per_ctx_token_per_gpu * tokens * per_layer * self.attended(ctx_tokens) \
+            / self.attn_flops_per_s
+        comm = 0.0
+        if self.tp > 1:
+            ring = 2.0 * (self.tp - 1) / self.tp * tokens * self.allreduce_bytes_per_token / self.link_bytes_per_s
+            comm = 2.0 * (2.0 * (self.tp - 1) * self.hop_latency_s + ring)
+        return overlap(mem, comp, self.roofline_sharpness) + comm + self.kernel_floor_s * self.pp * per_layer
+
+    def _spec_wall_s(self, decode_seqs: float, ctx_tokens: float, p: float,
+                     prefill_ctx_tokens: float, kv_read_bytes: float | None, n_steps: float) -> float:
+        """Wall seconds of `n_steps` speculative steps carrying `p` prompt tokens (the draft's first pass runs
+        over them too, sampling one position per sequence)."""
+        q = self.spec_tokens + 1.0
+        verify = self.gpu_s(decode_seqs, ctx_tokens, p, prefill_ctx_tokens, kv_read_bytes, n_steps, q)
+        draft = n_steps * self.draft_pass_s(decode_seqs * q + p / n_steps, max(decode_seqs, 1.0), decode_seqs,
+                                            ctx_tokens) \
+            + n_steps * self.spec_draft_passes * self.draft_pass_s(decode_seqs, decode_seqs, decode_seqs, ctx_tokens)
+        cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
+        return max(verify + draft, cpu) if self.async_scheduling else verify + draft + cpu
 
 
 def engine_step_s(sm: StepModel, decode_context_tokens: Sequence[float],
@@ -331,13 +396,16 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
                      tp: int, pp: int, kv_cache_dtype: str, engine: str, interconnect: str,
                      cuda_graphs: bool = True, async_scheduling: bool = False,
                      awq_marlin: bool = True, fabric_gbps: float | None = None,
-                     kernels_per_layer: int = 0) -> StepModel:
+                     kernels_per_layer: int = 0, spec_tokens: int = 0, spec_accept_len: float = 1.0,
+                     spec_draft_passes: int = 0) -> StepModel:
     """Precompute a replica's step-model constants from the catalog and the calibration.
     `fabric_gbps`: Gbit/s per node between the pipeline stages of a multi-node replica (None: one node).
     `awq_marlin` False: an AWQ checkpoint on the unfused kernels (engines.csv
     `awq_unfused_dequantize_min_tokens`). An engine engines.csv does not list (tgi, calibration only)
     has neither kernel rule. `kernels_per_layer`: the kernels each layer launches per step where
-    engine_kernels.csv counts them for the engine's version (Catalog.engine_kernels_per_layer; 0: not a term)."""
+    engine_kernels.csv counts them for the engine's version (Catalog.engine_kernels_per_layer; 0: not a term).
+    `spec_tokens` k > 0: speculative decoding (sizing.perf.spec_decode: k drafted tokens per sequence, a step
+    yielding `spec_accept_len` tokens, `spec_draft_passes` draft passes after the first)."""
     gpu = catalog.gpu(gpu_name)
     fmt = catalog.precision(precision)
     n = tp * pp
@@ -427,4 +495,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         indexer_flops_per_ctx_token_per_gpu=2.0 * model.num_layers * (model.index_n_heads or 0)
         * (model.index_head_dim or 0) / n if model.index_topk else 0.0,
         state_bytes_per_seq_per_gpu=state_bytes_per_sequence(model) / n,
-        kernel_floor_s=kernels_per_layer * model.num_layers / pp * cal.v("graph_kernel_us") / 1e6)
+        kernel_floor_s=kernels_per_layer * model.num_layers / pp * cal.v("graph_kernel_us") / 1e6,
+        spec_tokens=spec_tokens, spec_accept_len=spec_accept_len if spec_tokens else 1.0,
+        spec_draft_passes=spec_draft_passes,
+        lm_head_bytes_per_gpu=model.vocab_size * model.hidden_size
+        * (fmt.bytes_per_param if fmt.quantizes_embeddings else 2.0) / n)
