@@ -87,3 +87,12 @@ def test_guidellm_bursts_of_more_requests_than_its_cap_carry_their_total() -> No
     for rid, n in (("gpsq359b-0001", 1000), ("gpsq359b-0169", 1000), ("gpsq359b-0028", 514),
                    ("gpsq35moe-0122", 0)):
         assert rows[rid].requests == n, rid  # type: ignore[attr-defined]
+
+
+def test_sglang_rows_without_max_running_requests_run_sglangs_own_limit() -> None:
+    # BENCHMARK_ASSUMPTIONS["sglang_defaults"]: sglang 0.5.4.post2 tp_worker.py max_running_requests =
+    # min(max_total_num_tokens // 2, req_to_token_pool.size), the pool at least 2,048 (model_runner.py);
+    # before, SGLang rows took engines.csv's planner default of 256 and a 1,000-prompt burst waited on slots
+    r = _by_id("gpsglmairh-0016")["gpsglmairh-0016"]
+    assert (r.cfg.engine, r.cfg.max_num_seqs) == ("sglang", 2048)  # type: ignore[attr-defined]
+    assert "sglang_defaults" in BENCHMARK_ASSUMPTIONS
