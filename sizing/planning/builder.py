@@ -268,6 +268,13 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
         pool = _priced_pool(cat, model, stack, demand, part, hw.purchase, replicas, replicas - n, warnings, suffix)
         if name in own:  # its figures: the class alone on its pool, against its own targets
             pool.per_replica = _class_per_replica(cat, model, stack, part, own[name], replicas, replicas - n, suffix)
+            # the rendered flag admits the class's planned load, as _priced_pool's does the mix's (issue 18 item
+            # 7; infra/fit/rules.py max-num-seqs-below-concurrency): chat's short requests put more in flight
+            # per replica than the mix it was tuned on; vLLM refuses a token budget below max_num_seqs
+            need = math.ceil(pool.per_replica.planned_concurrency - 1e-9)
+            if pool.vllm.max_num_seqs < need:
+                pool.vllm.max_num_seqs = need
+                pool.vllm.max_num_batched_tokens = max(pool.vllm.max_num_batched_tokens, need)
         pool.request_class = name
         plain = pool.vllm.served_model_name
         pool.vllm.served_model_name = class_served_name(plain, name)
