@@ -56,3 +56,19 @@ def test_trtllm_tp2_one_shot_costs_a_tp2_ring_and_pcie_stays_a_ring() -> None:
 def test_a_tp8_trtllm_decode_step_spends_less_on_all_reduce_than_a_ring() -> None:
     trt, ring = _sm("tensorrt-llm", 8), _sm("vllm", 8)
     assert trt.parts(64, 1024.0)[2] < 0.5 * ring.parts(64, 1024.0)[2]
+
+
+def test_trtllm_kv_pool_is_a_fraction_of_the_memory_left_after_the_engine() -> None:
+    """kvCacheManager.cpp: freePrimaryMemBytes = finalFreeMem * freeMemFraction (free after the engine loads),
+    where vLLM's --gpu-memory-utilization bounds everything: Llama-2-70B FP16 on 2xH100 keeps
+    0.9 x (80 - weights - overhead) GiB of KV per GPU, not 0.9 x 80 - weights - overhead."""
+    from sizing.perf.memory import memory_fit
+    from sizing.perf.replica import ReplicaConfig
+    model = CAT.model("llama-2-70b") if "llama-2-70b" in {m.short_name for m in CAT.models.values()} \
+        else CAT.model("llama-3.1-70b-instruct")
+    trt = memory_fit(CAT, ReplicaConfig(model=model, gpu="H100-SXM", precision="bf16", tp=2,
+                                        engine="tensorrt-llm"), 2176)
+    vllm = memory_fit(CAT, ReplicaConfig(model=model, gpu="H100-SXM", precision="bf16", tp=2, engine="vllm"), 2176)
+    free = trt.gpu_memory_gib_per_gpu - trt.weights_gib_per_gpu - trt.overhead_gib_per_gpu
+    assert trt.kv_cache_gib_per_gpu == pytest.approx(0.9 * free)
+    assert trt.kv_cache_gib_per_gpu > 1.5 * vllm.kv_cache_gib_per_gpu
