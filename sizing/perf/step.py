@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sizing.errors import PerfModelError
-from sizing.perf.allreduce import TRTLLM_ENGINE, allreduce_s
 from sizing.perf.fabric import pipeline_bytes_per_token
 from sizing.perf.memory import (
     dense_bytes_per_param,
@@ -198,8 +197,6 @@ class StepModel:
     spec_accept_len: float = 1.0
     spec_draft_passes: int = 0
     lm_head_bytes_per_gpu: float = 0.0  # the LM head's weights (the draft's, shared with the target's)
-    # TensorRT-LLM's peer-to-peer all-reduce kernels over NVLink (sizing.perf.allreduce); False: an NCCL ring
-    custom_allreduce: bool = False
 
     @property
     def flops_per_token_per_gpu(self) -> float:
@@ -270,14 +267,12 @@ class StepModel:
             + self.attn_flops_per_ctx_token_per_gpu * attn_ctx / self.attn_flops_per_s \
             + self.expert_flops_per_token_per_gpu * gemm_tokens / self.expert_flops_per_s
         comm = 0.0
-        if self.tp > 1:  # each step all-reduces its tokens' activations (sizing.perf.allreduce)
-            comm = self.allreduces_per_stage * n_steps * self.allreduce_s(tokens / n_steps)
+        if self.tp > 1:
+            ring = 2.0 * (self.tp - 1) / self.tp * tokens * self.allreduce_bytes_per_token / self.link_bytes_per_s
+            # a ring all-reduce takes 2(tp-1) latency-bound hops plus its bytes over the link
+            hops = 2.0 * (self.tp - 1)
+            comm = self.allreduces_per_stage * (n_steps * hops * self.hop_latency_s + ring)
         return mem, comp, comm
-
-    def allreduce_s(self, tokens: float) -> float:
-        """Seconds of one all-reduce of `tokens` tokens' activations (the engine's algorithm)."""
-        return allreduce_s(tokens * self.allreduce_bytes_per_token, self.tp, self.link_bytes_per_s,
-                           self.hop_latency_s, self.custom_allreduce)
 
     def gpu_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
               prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None, n_steps: float = 1.0,
@@ -338,7 +333,10 @@ class StepModel:
             + self.expert_flops_per_token_per_gpu * tokens * per_layer / self.expert_flops_per_s \
             + self.attn_flops_per_ctx_token_per_gpu * tokens * per_layer * self.attended(ctx_tokens) \
             / self.attn_flops_per_s
-        comm = 2.0 * self.allreduce_s(tokens) if self.tp > 1 else 0.0
+        comm = 0.0
+        if self.tp > 1:
+            ring = 2.0 * (self.tp - 1) / self.tp * tokens * self.allreduce_bytes_per_token / self.link_bytes_per_s
+            comm = 2.0 * (2.0 * (self.tp - 1) * self.hop_latency_s + ring)
         return overlap(mem, comp, self.roofline_sharpness) + comm + self.kernel_floor_s * self.pp * per_layer
 
     def _spec_wall_s(self, decode_seqs: float, ctx_tokens: float, p: float,
@@ -478,7 +476,6 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         attn_flops_per_s=rate16 * cal.v("attention_efficiency"),
         expert_flops_per_s=expert_flops_per_s,
         link_bytes_per_s=link * GB * cal.link_efficiency(interconnect),
-        custom_allreduce=engine == TRTLLM_ENGINE and interconnect == "nvlink",
         hop_latency_s=cal.hop_latency_s(interconnect),
         overhead_s=cal.overhead_s(engine), overhead_per_seq_s=cal.overhead_per_seq_s(engine),
         launch_s=0.0 if cuda_graphs else cal.v("eager_launch_us_per_layer") * model.num_layers / pp / 1e6,
