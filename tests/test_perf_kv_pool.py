@@ -4,18 +4,17 @@ from __future__ import annotations
 import pytest
 
 from sizing.catalog.lookup import load_catalog
+from sizing.perf.memory import memory_fit
+from sizing.perf.replica import ReplicaConfig
 
 CAT = load_catalog()
 
 
 def test_trtllm_kv_pool_is_a_fraction_of_the_memory_left_after_the_engine() -> None:
     """kvCacheManager.cpp: freePrimaryMemBytes = finalFreeMem * freeMemFraction (free after the engine loads),
-    where vLLM's --gpu-memory-utilization bounds everything: Llama-2-70B FP16 on 2xH100 keeps
+    where vLLM's --gpu-memory-utilization bounds everything: a 70B model in 16 bits on 2xH100 keeps
     0.9 x (80 - weights - overhead) GiB of KV per GPU, not 0.9 x 80 - weights - overhead."""
-    from sizing.perf.memory import memory_fit
-    from sizing.perf.replica import ReplicaConfig
-    model = CAT.model("llama-2-70b") if "llama-2-70b" in {m.short_name for m in CAT.models.values()} \
-        else CAT.model("llama-3.1-70b-instruct")
+    model = CAT.model("llama-3.1-70b-instruct")
     trt = memory_fit(CAT, ReplicaConfig(model=model, gpu="H100-SXM", precision="bf16", tp=2,
                                         engine="tensorrt-llm"), 2176)
     vllm = memory_fit(CAT, ReplicaConfig(model=model, gpu="H100-SXM", precision="bf16", tp=2, engine="vllm"), 2176)
