@@ -53,7 +53,7 @@ from sizing.catalog.schema import read_table
 from sizing.errors import CatalogDataError, CatalogLookupError
 
 # engines.csv memory_fraction_covers (records.EngineDefaults): what an engine's memory fraction flag bounds
-MEMORY_FRACTION_SCOPES = ("all", "weights-kv")
+MEMORY_FRACTION_SCOPES = ("all", "weights-kv", "free")
 
 
 def _norm(s: str) -> str:

@@ -252,7 +252,8 @@ class EngineDefaults:
     profile_sampler_bytes_per_logit: float | None
     # what the memory fraction flag bounds: `all` (vLLM --gpu-memory-utilization: weights, activations, CUDA
     # graphs and KV) or `weights-kv` (SGLang --mem-fraction-static: weights and the KV pool of the memory
-    # left after the CUDA context; graphs and activations use the rest)
+    # left after the CUDA context; graphs and activations use the rest) or `free` (TensorRT-LLM
+    # kv_cache_free_gpu_mem_fraction: the KV pool's share of the memory free once the engine is loaded)
     memory_fraction_covers: str
     # KV admission: True when the engine admits a request only if the KV cache can hold every running
     # request to completion (TensorRT-LLM's GUARANTEED_NO_EVICT: a running slot holds prompt + output

@@ -251,6 +251,10 @@ def memory_fit(catalog: Catalog, cfg: ReplicaConfig, context_tokens: int,
         # CUDA graphs and activations must fit in the rest (engines.csv memory_fraction_covers, its source)
         kv_gpu = (mem - eng.cuda_context_gib_per_gpu) * util - w_gpu
         outside = (over - eng.cuda_context_gib_per_gpu) - (mem - eng.cuda_context_gib_per_gpu) * (1 - util)
+    elif eng.memory_fraction_covers == "free":
+        # TensorRT-LLM: kv_cache_free_gpu_mem_fraction of the memory still free once the engine (weights,
+        # activations, context) is loaded (engines.csv memory_fraction_covers, its source)
+        kv_gpu = (mem - w_gpu - over) * util
     else:
         kv_gpu = mem * util - w_gpu - over
     kvb = kv_dtype_bytes(kv_cache_dtype, fmt)
