@@ -274,7 +274,8 @@ def write_atomic(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--write", action="store_true", help="rewrite the blocks in README.md and docs/reference-scenario.md")
+    ap.add_argument("--write", action="store_true",
+                    help="rewrite the blocks in README.md and docs/reference-scenario.md")
     ap.add_argument("--check", action="store_true", help="exit 1 when a committed block differs")
     args = ap.parse_args(argv)
     new = blocks(gather(cli_runner()))
