@@ -95,3 +95,21 @@ def test_ticks_are_plain_with_currency(sweep_doc: Sweep) -> None:
     xs = [t.get_text() for t in bottom.get_xticklabels() if t.get_text()]
     assert xs and not any("mathdefault" in x or "e+" in x for x in xs), xs
     assert "users" in bottom.get_xlabel() and "$" in top.get_ylabel()
+
+
+@pytest.mark.parametrize("users", [300, 1000])
+def test_a_users_sweep_prices_each_point_as_compare_plans_it(users: int) -> None:
+    """The sweep's $/month at a swept value is the plan's there: its candidates carry the batching flags
+    the plan tunes (the analytic grid). On default flags the sweep priced a 1,000-user A100 scale-up at
+    $160,291 where compare, planning, says $100,182, and saw no crossover where the plans cross at 409."""
+    code, out = _run(S["scaleout-l4"], S["scaleup-a100"], "--sweep", f"users={users}..{users + 1}:2",
+                     "--format", "json")
+    assert code == 0, out
+    doc = json.loads(out)
+    code, planned = _run(S["scaleout-l4"], S["scaleup-a100"], "--set", f"workload.traffic.concurrent_users={users}",
+                         "--format", "json")
+    assert code == 0, planned
+    by = {o["label"]: o["usd_per_month"] for o in json.loads(planned)["options"]}
+    swept = {name: next(p["usd_per_month"] for p in pts if p["x"] == users)
+             for name, pts in doc["sweep"]["series"].items()}
+    assert swept == pytest.approx(by, rel=1e-6), (swept, by)

@@ -31,6 +31,7 @@ from sizing.errors import SpecError
 from sizing.perf.goodput import goodput
 from sizing.perf.load import Goodput
 from sizing.perf.overlay import default_goodput_scale
+from sizing.planning.batching import grid_tuned
 from sizing.planning.candidates import Candidate, Evaluated, enumerate_candidates, instances_for, resize, size_replicas
 from sizing.planning.demand import Demand, demand_of
 from sizing.planning.mix import TOP_K, best_mix
@@ -189,7 +190,12 @@ class _Prepared:
         if var in ("users", "rate"):  # goodput is independent of the amount of demand: search once
             w0 = with_value(st.workload, var, x0)
             s = search(PlanningProblem.of(cat, self.model, w0, self.hw, st.region), option.strategy, scale)
-            self._fixed = [(e, self._scale_of(e.cand)) for e in s.feasible]
+            # each with its batching flags tuned as the plan's finalists are (the analytic grid; the plan
+            # then simulates its choice): on default flags the sweep disagreed with `llmcap plan` at its
+            # own points (no crossover where the plans cross at 409 users)
+            mode, grid_memo = demand_of(w0).mode, dict[Any, Goodput]()
+            self._fixed = [(grid_tuned(cat, self.model, e, w0, mode, grid_memo), self._scale_of(e.cand))
+                           for e in s.feasible]
         else:
             enum = "auto" if self.mixed else option.strategy
             problem = PlanningProblem.of(cat, self.model, st.workload, self.hw, st.region)
