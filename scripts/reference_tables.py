@@ -211,8 +211,8 @@ def sweep_sentence(data: dict[str, Any]) -> str:
     sw = data["sweep"]["sweep"]
     series = sw["series"]
     xs = sw["values"]
-    head = (f"The users sweep (`--sweep {SWEEP}`; its points are analytic, at vLLM's default flags, "
-            f"not tuned or simulated as `llmcap plan` is) ")
+    head = (f"The users sweep (`--sweep {SWEEP}`; its points are analytic, with vLLM's flags tuned on the "
+            f"planner's grid but not simulated as `llmcap plan`'s finalists are) ")
     if sw["crossovers"]:
         text = head + "prints: " + "; ".join(c["text"] for c in sw["crossovers"]) + "."
     else:
