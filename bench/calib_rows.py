@@ -338,18 +338,11 @@ def trtllm_bench_build_limits(catalog: Catalog, model: ModelArch, gpu: str, tp: 
     requests = available * float(lim["kv_cache_gpu_mem_fraction"]) / kv_gib_per_token / (isl + osl)
     raw_bs = min(requests, float(lim["max_batch_size_cap"])) / pp
     raw_token = min(raw_bs * (1 + isl / osl), float(lim["max_num_tokens_cap"]))
-    if raw_bs < 256:
-        bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        bs = 256 * math.ceil(raw_bs / 256)
-    if raw_token < 4096:
-        tok = max(2048, 256 * math.ceil(raw_token / 256))
-    elif raw_token < 8192:
-        tok = 512 * math.ceil(raw_token / 512)
-    else:
-        tok = 1024 * math.ceil(raw_token / 1024)
+    def up(x: float, unit: int) -> int:  # the heuristic rounds up to a unit that grows with the value
+        return unit * math.ceil(x / unit)
+
+    bs = max(64, up(raw_bs, 32)) if raw_bs < 256 else up(raw_bs, 128 if raw_bs < 1024 else 256)
+    tok = max(2048, up(raw_token, 256)) if raw_token < 4096 else up(raw_token, 512 if raw_token < 8192 else 1024)
     return bs, tok
 
 

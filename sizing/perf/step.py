@@ -298,14 +298,9 @@ class StepModel:
         token's share is the step's time / spec_accept_len (the prompt tokens it carries scaled alike)."""
         if self.spec_tokens and decode_seqs > 0:  # the prompt tokens that arrive while a sequence advances acc tokens
             acc = self.spec_accept_len
-            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens * acc, prefill_ctx_tokens, kv_read_bytes,
-                                     n_steps) / acc
-        if self.spec_tokens:
-            return self._spec_wall_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
-                                     n_steps)
-        gpu = self.gpu_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
-        cpu = n_steps * self.overhead_s + decode_seqs * self.overhead_per_seq_s
-        return max(gpu, cpu) if self.async_scheduling else gpu + cpu
+            return self.wall_step_s(decode_seqs, ctx_tokens, prefill_tokens * acc, prefill_ctx_tokens, kv_read_bytes,
+                                    n_steps) / acc
+        return self.wall_step_s(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes, n_steps)
 
     def wall_step_s(self, decode_seqs: float, ctx_tokens: float, prefill_tokens: float = 0.0,
                     prefill_ctx_tokens: float = 0.0, kv_read_bytes: float | None = None,

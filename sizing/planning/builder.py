@@ -120,8 +120,8 @@ def _pool(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, part: Mi
     g_lo, g_hi = cat.calibration.goodput_range  # p10/p90 of held-out measured / predicted
     # the tuned batch (or the engine default) within the KV capacity, and never below the planned
     # concurrency (issue 18 item 7: the rendered flag admits the planned load)
-    max_num_seqs = max(1, math.ceil(at.concurrency - 1e-9),
-                       min(ev.fit.max_concurrent_sequences, tuned.max_num_seqs if tuned else eng.default_max_num_seqs))
+    seqs = tuned.max_num_seqs if tuned else eng.default_max_num_seqs
+    max_num_seqs = admitting(at.concurrency, min(ev.fit.max_concurrent_sequences, seqs))
     pool = Pool(
         name=f"{inst.instance_type.replace('.', '-')}{suffix}", instance_type=inst.instance_type, gpu=inst.gpu,
         gpus_per_instance=inst.whole_gpus, tensor_parallel=c.tp, pipeline_parallel=c.pp,
@@ -227,6 +227,12 @@ def class_served_name(model_name: str, request_class: str) -> str:
     return f"{model_name}-{request_class}"
 
 
+def admitting(concurrency: float, max_num_seqs: int) -> int:
+    """--max-num-seqs that admits the planned load: `max_num_seqs` (tuned or the engine default, within the
+    KV capacity), never below the planned requests in flight per replica (issue 18 item 7)."""
+    return max(1, math.ceil(concurrency - 1e-9), max_num_seqs)
+
+
 def _slug(name: str) -> str:
     """A class name as a pool-name suffix (DNS-label characters: lowercase letters, digits, '-')."""
     return "".join(ch if ch.isalnum() and ch.isascii() else "-" for ch in name.lower()).strip("-") or "class"
@@ -271,10 +277,8 @@ def _class_pools(cat: Catalog, model: ModelArch, stack: Stack, demand: Demand, m
             # the rendered flag admits the class's planned load, as _priced_pool's does the mix's (issue 18 item
             # 7; infra/fit/rules.py max-num-seqs-below-concurrency): chat's short requests put more in flight
             # per replica than the mix it was tuned on; vLLM refuses a token budget below max_num_seqs
-            need = math.ceil(pool.per_replica.planned_concurrency - 1e-9)
-            if pool.vllm.max_num_seqs < need:
-                pool.vllm.max_num_seqs = need
-                pool.vllm.max_num_batched_tokens = max(pool.vllm.max_num_batched_tokens, need)
+            pool.vllm.max_num_seqs = admitting(pool.per_replica.planned_concurrency, pool.vllm.max_num_seqs)
+            pool.vllm.max_num_batched_tokens = max(pool.vllm.max_num_batched_tokens, pool.vllm.max_num_seqs)
         pool.request_class = name
         plain = pool.vllm.served_model_name
         pool.vllm.served_model_name = class_served_name(plain, name)
