@@ -58,7 +58,6 @@ FINALISTS = 2  # cheapest feasible candidates that are tuned and simulated
 # ... plus the cheapest of each GPU type within this factor of the best grid-tuned analytic cost: tuning gains
 # differ by GPU (dev at ITL 138 ms: 2 x g6e.xlarge $3.72/h while the T4s, left untuned, met 114 ms at $3.16/h)
 FINALIST_COST_WINDOW = 1.5  # on the grid-tuned analytic cost
-GRID_WINDOW = 3.0  # GPU types gridded for that: default-flags cost within this factor of the cheapest
 SIM_TRIES = 4  # simulations per finalist at most on the lattice
 DEMAND_TRIES = 2  # ... plus at most this many at the demand's own per-replica loads between two lattice points
 LATTICE_RATIO = 2 ** 0.25  # loads the simulation checks: requests/s 2^(k/4); users ceil(2^(k/4)), distinct
@@ -242,6 +241,33 @@ def simulated_goodput(cat: Catalog, cfg: ReplicaConfig, w: WorkloadSpec, mode: s
             f"tried; sized at it ({budget_note})", code, {})
 
 
+def grid_selection(feasible: list[Evaluated], cost_key: object) -> tuple[list[int], dict[tuple[str, int], int]]:
+    """Which of `feasible` the planner tunes (tune_finalists): (the FINALISTS cheapest by `cost_key` and the
+    cheapest of each instance family; the cheapest of each GPU type and tensor parallelism), as indices into
+    `feasible`."""
+    ranked = sorted(range(len(feasible)), key=lambda i: cost_key(feasible[i]))  # type: ignore[operator]
+    chosen = list(ranked[:FINALISTS])
+    for family in ("scale-up", "scale-out"):
+        best = next((i for i in ranked if strategy_of(feasible[i].cand.instance) == family), None)
+        if best is not None and best not in chosen:
+            chosen.append(best)
+    # and the cheapest of each GPU type whose cost with its flags tuned on the analytic grid (ms each, no
+    # simulation) is near the best such cost: tuning gains differ by GPU by up to 2x (dev at 755 users: the
+    # H100's default-flags cost is 1.8x the L40S's, its tuned one 0.8x)
+    # (every GPU type and parallelism is gridded, ms each: a window of 3x the cheapest default-flags cost
+    # left out an A100 TP2 whose default flags cost 4x its tuned ones at 1,000 users and a 50 ms ITL target
+    # (a prefill-carrying step above the target), so that target planned $100,182/month where 40 ms
+    # planned $60,109; tests/test_plan_slo_monotone.py)
+    # (per GPU type and tensor parallelism: the tuning gain differs by parallelism too, so the cheapest of a GPU
+    # type on default flags is not always its cheapest tuned; prod at 1,000 users: the H100's cheapest on
+    # default flags was TP4 on p5.48xlarge, $120,538/month, its TP1 on p5.4xlarge $145,650 on default flags and
+    # $40,179 tuned, and the plan went to L40S at $73,361; tests/test_planner.py)
+    first: dict[tuple[str, int], int] = {}
+    for i in ranked:
+        first.setdefault((feasible[i].cand.instance.gpu, feasible[i].cand.tp), i)
+    return chosen, first
+
+
 def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: object) -> list[Evaluated]:
     """`feasible` with its finalists replaced by their tuned, simulated versions: the FINALISTS cheapest (by
     `cost_key`), and the cheapest of each instance family (scale-up, scale-out) when it is not among them.
@@ -256,26 +282,7 @@ def tune_finalists(p: PlanningProblem, feasible: list[Evaluated], cost_key: obje
         # classes has none (sizing.planning.class_shapes); the replay (sizing.planning.fleet) sizes each
         # finalist at the engine's default flags on the classes' own requests
         return feasible
-    ranked = sorted(range(len(feasible)), key=lambda i: cost_key(feasible[i]))  # type: ignore[operator]
-    chosen = list(ranked[:FINALISTS])
-    for family in ("scale-up", "scale-out"):
-        best = next((i for i in ranked if strategy_of(feasible[i].cand.instance) == family), None)
-        if best is not None and best not in chosen:
-            chosen.append(best)
-    # and the cheapest of each GPU type whose cost with its flags tuned on the analytic grid (ms each, no
-    # simulation) is near the best such cost: tuning gains differ by GPU by up to 2x (dev at 755 users: the
-    # H100's default-flags cost is 1.8x the L40S's, its tuned one 0.8x)
-    # (GPU types whose default-flags cost is beyond GRID_WINDOW of the cheapest are not gridded: no tuning gain
-    # seen comes near that)
-    # (per GPU type and tensor parallelism: the tuning gain differs by parallelism too, so the cheapest of a GPU
-    # type on default flags is not always its cheapest tuned; prod at 1,000 users: the H100's cheapest on
-    # default flags was TP4 on p5.48xlarge, $120,538/month, its TP1 on p5.4xlarge $145,650 on default flags and
-    # $40,179 tuned, and the plan went to L40S at $73,361; tests/test_planner.py)
-    first: dict[tuple[str, int], int] = {}
-    floor = feasible[ranked[0]].usd_per_hour if ranked else 0.0
-    for i in ranked:
-        if feasible[i].usd_per_hour <= floor * GRID_WINDOW:
-            first.setdefault((feasible[i].cand.instance.gpu, feasible[i].cand.tp), i)
+    chosen, first = grid_selection(feasible, cost_key)
     from sizing.perf.sim import SimulationStopped
 
     grids: dict[int, tuple[int, int, Goodput]] = {}
