@@ -103,7 +103,7 @@ def test_r2rz_short_prompts_repeat_so_all_but_the_engines_recompute_tail_is_a_pr
     assert {r.shape.prefix_cache_hit_rate for r in short if r.cfg.engine == "vllm"} == {48 / 50}
     assert {r.shape.prefix_cache_hit_rate for r in short if r.cfg.engine == "sglang"} == {49 / 50}
     assert {r.shape.prefix_cache_hit_rate for r in rows if r.shape.prompt_tokens > 1000
-            and not (r.load == 1 and r.stat == "p95" and r.metric == "ttft_ms")} == {0.95}
+            and not (r.load == 1 and r.metric == "ttft_ms")} == {0.95}
 
 
 def test_r2rz_long_first_pass_p95_ttft_is_a_prompt_computed_in_full() -> None:
@@ -117,7 +117,9 @@ def test_r2rz_long_first_pass_p95_ttft_is_a_prompt_computed_in_full() -> None:
             and r.metric == "ttft_ms"]
     first = {(r.cfg.engine, r.cfg.precision, r.stat): r.shape.prefix_cache_hit_rate for r in rows if r.load == 1}
     assert first and {v for (_, _, stat), v in first.items() if stat == "p95"} == {0.0}
-    assert {v for (_, _, stat), v in first.items() if stat == "p50"} == {0.95}
+    # its p50 is a repeat of a prompt it has computed: the engines' prefix-hit rule, as the short regime's
+    assert {v for (eng, _, stat), v in first.items() if stat == "p50" and eng == "vllm"} == {1648 / 1650}
+    assert {v for (eng, _, stat), v in first.items() if stat == "p50" and eng == "sglang"} == {1649 / 1650}
     assert {r.shape.prefix_cache_hit_rate for r in rows if r.load > 1} == {0.95}
     assert _first_pass_misses(1) == 8 and _first_pass_misses(16) == 0
 
