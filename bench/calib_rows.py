@@ -130,7 +130,7 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                "long prompts (prompts/workload.jsonl; see r2rz_short_repeats), so the engines' rule would give "
                "1,648 / 1,650 (vLLM) and 1,649 / 1,650 (SGLang); tried 2026-12-03 and not kept (docs/perf-model.md, "
                "helper sglttft): the first wave of 64 long prompts waits ~900 ms outside the GPU, which 0.95 stands in "
-               "for"},
+               "for; the first run's (c = 1) TTFT percentiles follow r2rz_long_first_pass instead"},
     "r2rz_long_first_pass": {
         "first_seen_ranks": [0, 1, 2, 4, 5, 6, 7, 8, 20, 30], "measured": 100, "warmup_per_user": 2,
         "first_concurrency": 1,
