@@ -200,14 +200,6 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                               "page's Long Context and Generation Heavy at 1 req/s: GPUStack profiles_config.yaml "
                               "'request_rate: 1') are an open loop at that rate; their `concurrency` column is the "
                               "page's 'peak concurrent requests', an outcome, not a cap",
-    "dstack_trtllm_itl_p95": "dsr1h200's TensorRT-LLM rows: the value under online_results.csv's p99_itl_ms is "
-                             "the run's p95 ITL. The file's header has no p95_itl_ms, and its vLLM / SGLang rows "
-                             "fit it (their 'concurrency', sum(e2e) / duration, equals max_concurrency: 3.9994 at 4). "
-                             "The TensorRT-LLM rows carry one ITL figure more: dstack's Deepseek-R1/bench_serving.py "
-                             "saves 'mean_itl_ms', 'median_itl_ms', 'std_itl_ms', 'p95_itl_ms', 'p99_itl_ms', "
-                             "'concurrency' in that order, and their 'concurrency' column (111.06 at max_concurrency "
-                             "4, where 500 requests x 45.05 s mean E2E / 5,630.8 s is 4.0; 1,172.6 at 64) is the p99 "
-                             "ITL, so the column before it is the p95. Read as p95; the true p99 has no row",
     "bench_serve_fewer_prompts": "`vllm bench serve --max-concurrency c --num-prompts N` at an infinite rate limits "
                                  "in-flight requests with asyncio.Semaphore(c) (vllm/benchmarks/serve.py): with N <= c "
                                  "(vultrb200's 400 prompts at c = 512 and 1024) every prompt is sent at once, a burst "
@@ -473,12 +465,9 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                 mode, load = "burst", float(n_prompts.group(1)) if n_prompts else 1000.0
             else:
                 mode, load = "offline", 0.0
-            stat = STATS.get(r["stat"], "mean")
-            if src == "dsr1h200" and engine == "tensorrt-llm" and r["metric"] == "itl_ms" and stat == "p99":
-                stat = "p95"  # BENCHMARK_ASSUMPTIONS["dstack_trtllm_itl_p95"]
             m = re.search(r"num-scheduler-steps (\d+)", r["engine_version"])
             out.append(CalRow(r["id"], src, r["metric"], float(r["value"]), cfg, shape,
-                              mode, load, int(m.group(1)) if m else 1, stat, r["gpu"],
+                              mode, load, int(m.group(1)) if m else 1, STATS.get(r["stat"], "mean"), r["gpu"],
                               "uniform" if guidellm and mode == "open" else "poisson",
                               requests if requests > load else 0,
                               acceptance_length(catalog, cfg.model, spec) if spec is not None else 1.0))

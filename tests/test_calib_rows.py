@@ -177,19 +177,3 @@ def test_prefill_priority_engines_are_marked_from_their_version_and_flags() -> N
     assert not any(r.cfg.prefill_only_steps for r in ds if r.cfg.engine == "tensorrt-llm")
     assert not any(r.cfg.prefill_only_steps for r in rows if r.source.startswith("gps"))
     assert "prefill_only_steps" in BENCHMARK_ASSUMPTIONS
-
-
-def test_dstack_trtllm_itl_column_labelled_p99_is_the_runs_p95() -> None:
-    """dstack's online_results.csv has no p95_itl_ms column, but its TensorRT-LLM rows carry one more ITL
-    figure than the vLLM / SGLang rows (their bench_serving.py result holds mean, median, std, p95 and p99
-    ITL before concurrency): the value under p99_itl_ms there is the p95 (row 0191: 108.4 ms beside a
-    'concurrency' of 111.1 at max_concurrency 4, which is its p99)."""
-    rows = {r.id: r for r in load_rows(load_catalog()) if r.source == "dsr1h200"}
-    trt = [r for r in rows.values() if r.cfg.engine == "tensorrt-llm" and r.metric == "itl_ms"]
-    assert len(trt) == 27
-    assert rows["dsr1h200-0191"].stat == "p95" and rows["dsr1h200-0191"].value == 108.3886858
-    assert sorted({r.stat for r in trt}) == ["mean", "p50", "p95"]
-    # the vLLM and SGLang rows' p99 column is what it says (their concurrency column equals max_concurrency)
-    others = [r for r in rows.values() if r.cfg.engine != "tensorrt-llm" and r.metric == "itl_ms"]
-    assert others and {r.stat for r in others} == {"mean", "p50", "p99"}
-    assert "dstack_trtllm_itl_p95" in BENCHMARK_ASSUMPTIONS
