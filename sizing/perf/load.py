@@ -577,8 +577,9 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     round_s = overlap(_fill_s(c, g), g * c.frontend_s_per_request, 4.0) \
         + c.sm.step_s(n, c.mean_decode_context)
     base = c.request_overhead_s
-    ttft = {q: base + round_s for q in (0.5, 0.95, 0.99)}
-    mean = base + round_s
+    lag = _group_queue_s(c, n, steps)
+    ttft = {q: base + round_s + lag * min(q * steps, steps - 1.0) for q in (0.5, 0.95, 0.99)}
+    mean = base + round_s + lag * (steps - 1.0) / 2.0
     if steps == 1.0:
         est = _lockstep_gaps(est)
     e2e = mean + c.decode_steps * est.itl_ms / 1e3
@@ -591,6 +592,26 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
                    e2e_p50_ms=(ttft[0.5] + c.decode_steps * est.tpot_p50_ms / 1e3) * 1e3,
                    e2e_p95_ms=(ttft[0.95] + c.decode_steps * est.tpot_p95_ms / 1e3) * 1e3,
                    e2e_p99_ms=(ttft[0.99] + c.decode_steps * est.tpot_p99_ms / 1e3) * 1e3)
+
+
+def _group_queue_s(c: _Ctx, n: float, groups: float) -> float:
+    """Seconds each later lockstep group waits behind the one before it (_synchronize), per group. A
+    group's prompts are prefilled in one step beside the others' decodes, so the groups' first tokens
+    are one prefill-carrying step apart, but a request's last token comes 511 steps after its first and
+    those steps are decode steps: the groups finish one decode step of the whole batch apart, and
+    their next prompts arrive that close together. vLLM V1's scheduler takes waiting prompts FCFS in
+    what the running decodes leave of the budget (vllm/v1/core/sched/scheduler.py `schedule()`, "Next,
+    schedule the WAITING requests"), one group's worth per step, so group i + 1 arrives one decode step
+    after group i and waits out the rest of its prefill step: each later group's TTFT is longer by
+    (prefill-carrying step - decode step). sizing.perf.sim, which runs that scheduler step by step,
+    shows the same queue (tests/test_perf_lockstep_queue.py)."""
+    if groups <= 1.0:
+        return 0.0
+    g = n / groups
+    decode = c.sm.step_s(n, c.mean_decode_context)
+    chunked = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
+                          c.cached_tokens + c.prefill_tokens / 2)
+    return max(chunked - decode, 0.0)
 
 
 def _lockstep_itl_q_s(c: _Ctx, n: float, groups: float, mean_s: float) -> dict[float, float]:
