@@ -577,9 +577,12 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     round_s = overlap(_fill_s(c, g), g * c.frontend_s_per_request, 4.0) \
         + c.sm.step_s(n, c.mean_decode_context)
     base = c.request_overhead_s
-    lag = _group_queue_s(c, n, steps)
-    ttft = {q: base + round_s + lag * min(q * steps, steps - 1.0) for q in (0.5, 0.95, 0.99)}
-    mean = base + round_s + lag * (steps - 1.0) / 2.0
+    ttft = {q: base + round_s for q in (0.5, 0.95, 0.99)}
+    mean = base + round_s
+    if steps > 1.0:
+        per_group = _lockstep_queue_s(c, n, steps)
+        mean = sum(per_group) / len(per_group)
+        ttft = {q: per_group[min(int(q * len(per_group)), len(per_group) - 1)] for q in (0.5, 0.95, 0.99)}
     if steps == 1.0:
         est = _lockstep_gaps(est)
     e2e = mean + c.decode_steps * est.itl_ms / 1e3
@@ -594,24 +597,30 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
                    e2e_p99_ms=(ttft[0.99] + c.decode_steps * est.tpot_p99_ms / 1e3) * 1e3)
 
 
-def _group_queue_s(c: _Ctx, n: float, groups: float) -> float:
-    """Seconds each later lockstep group waits behind the one before it (_synchronize), per group. A
-    group's prompts are prefilled in one step beside the others' decodes, so the groups' first tokens
-    are one prefill-carrying step apart, but a request's last token comes 511 steps after its first and
-    those steps are decode steps: the groups finish one decode step of the whole batch apart, and
-    their next prompts arrive that close together. vLLM V1's scheduler takes waiting prompts FCFS in
-    what the running decodes leave of the budget (vllm/v1/core/sched/scheduler.py `schedule()`, "Next,
-    schedule the WAITING requests"), one group's worth per step, so group i + 1 arrives one decode step
-    after group i and waits out the rest of its prefill step: each later group's TTFT is longer by
-    (prefill-carrying step - decode step). sizing.perf.sim, which runs that scheduler step by step,
-    shows the same queue (tests/test_perf_lockstep_queue.py)."""
-    if groups <= 1.0:
-        return 0.0
+def _lockstep_queue_s(c: _Ctx, n: float, groups: float) -> list[float]:
+    """TTFT (s, ascending) of each of the k = `groups` lockstep groups of a synchronized closed loop
+    (_synchronize), each group's n/k prompts prefilled in one step beside the others' decodes.
+
+    The groups' first tokens come in consecutive steps, so they finish in consecutive steps too; but
+    the steps a request's last token falls in are decode steps (d, the whole batch decoding), so the
+    groups finish d apart, not a prefill step apart. A finished user's next request reaches the engine
+    L = request overhead + its group's hand-over later, so the first group's next prompts are scheduled
+    after b = ceil(L / d) decode steps, and vLLM V1's scheduler then prefills the waiting groups FCFS,
+    one group's worth of the token budget per step (vllm/v1/core/sched/scheduler.py `schedule()`: the
+    running decodes first, then "schedule the WAITING requests" in what is left). With step ends at
+    i·d (i <= b) and b·d + (i - b)·s after (s: a group's prefill step), group j's next prompts are sent
+    at the end of step j and get their first token at the end of step b + 1 + j:
+    TTFT_j = (j + 1)·s + (b - j)·d for j <= b, (b + 1)·s after (the queue of b + 1 groups is full).
+    sizing.perf.sim, which runs the scheduler's rules step by step, gives the same queue
+    (tests/test_perf_lockstep_queue.py); before, every group waited only its own step."""
     g = n / groups
-    decode = c.sm.step_s(n, c.mean_decode_context)
-    chunked = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
-                          c.cached_tokens + c.prefill_tokens / 2)
-    return max(chunked - decode, 0.0)
+    d = c.sm.step_s(n, c.mean_decode_context)
+    s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
+                    c.cached_tokens + c.prefill_tokens / 2)
+    lag = c.request_overhead_s + g * c.frontend_s_per_request
+    b = max(math.ceil(lag / d - 1e-9), 1) if d > 0 else 1
+    k = max(int(round(groups)), 1)
+    return sorted((j + 1) * s + (b - j) * d if j <= b else (b + 1) * s for j in range(k))
 
 
 def _lockstep_itl_q_s(c: _Ctx, n: float, groups: float, mean_s: float) -> dict[float, float]:
