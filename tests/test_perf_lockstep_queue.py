@@ -4,7 +4,7 @@ first round leaves k groups whose first tokens are a prefill-carrying step apart
 token comes `output - 1` steps after its first, and those are decode steps, so the groups finish one
 decode step apart and their next prompts arrive that close together. vLLM V1's scheduler (and
 sizing.perf.sim, which runs its rules step by step) prefills one group per step FCFS, so group i waits out
-the i groups before it: TTFT grows with the users at a fixed group size (load._group_queue_s). Vultr's
+the groups before it, as many as finish within the re-send lag (load._lockstep_queue_s). Vultr's
 Nemotron Nano (2,048 / 512, 8,192-token budget): 152 / 160 / 206 / 324 ms at c = 8 / 16 / 32 / 64; the
 staggered-groups model gave 66 / 70 / 86 / 149 (one group's step whatever the users)."""
 
@@ -24,11 +24,12 @@ SHAPE = WorkloadShape(2048.0, 512.0)
 def test_lockstep_groups_queue_behind_each_other() -> None:
     # 16 users = 4 groups of 4 prompts (one budget each): the last group waits out three groups' steps
     e16 = estimate_closed_loop(CAT, CFG, SHAPE, 16, synchronized=True)
-    e32 = estimate_closed_loop(CAT, CFG, SHAPE, 32, synchronized=True)
     c = _ctx(CAT, CFG, SHAPE)
     step = c.sm.step_s(12, c.mean_decode_context, 8192, c.prefill_tokens / 2)
     assert e16.ttft_ms > 1e3 * (c.request_overhead_s + 2.0 * step)
-    assert e32.ttft_ms > e16.ttft_ms + 1e3 * step  # twice the groups: about two more steps on average
+    # the queue is as deep as the groups that finish within the re-send lag: more users, no deeper
+    e64 = estimate_closed_loop(CAT, CFG, SHAPE, 64, synchronized=True)
+    assert e64.ttft_p99_ms < e16.ttft_p99_ms + 1e3 * step
 
 
 def test_lockstep_ttft_matches_the_step_level_scheduler() -> None:
