@@ -166,6 +166,7 @@ class _Ctx:
     bandwidth_fraction: float  # achieved share of the GPU's datasheet memory bandwidth (0..1)
     cv2_arrival: float = 1.0  # squared coefficient of variation of inter-arrival times: 1 Poisson, 0 uniform
     prefill_only_steps: bool = False  # ReplicaConfig.prefill_only_steps: no decode while prompts wait
+    vllm_v1_queue: bool = False  # lockstep groups queue FCFS behind each other (_lockstep_queue_s): vLLM
     memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -273,7 +274,7 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                 prompt_sigma=sigma, request_overhead_s=cal.v("request_overhead_ms") / 1e3,
                 frontend_s_per_request=cal.v("frontend_ms_per_request") / 1e3,
                 bandwidth_fraction=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9),
-                prefill_only_steps=cfg.prefill_only_steps)
+                prefill_only_steps=cfg.prefill_only_steps, vllm_v1_queue=cfg.engine == "vllm")
 
 
 def _held_output_tokens(catalog: Catalog, cfg: ReplicaConfig, output_mean: float, out_sigma: float) -> float:
@@ -579,7 +580,7 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     base = c.request_overhead_s
     ttft = {q: base + round_s for q in (0.5, 0.95, 0.99)}
     mean = base + round_s
-    if steps > 1.0:
+    if steps > 1.0 and c.vllm_v1_queue:
         per_group = _lockstep_queue_s(c, n, steps)
         mean = sum(per_group) / len(per_group)
         ttft = {q: per_group[min(int(q * len(per_group)), len(per_group) - 1)] for q in (0.5, 0.95, 0.99)}
@@ -612,7 +613,9 @@ def _lockstep_queue_s(c: _Ctx, n: float, groups: float) -> list[float]:
     at the end of step j and get their first token at the end of step b + 1 + j:
     TTFT_j = (j + 1)·s + (b - j)·d for j <= b, (b + 1)·s after (the queue of b + 1 groups is full).
     sizing.perf.sim, which runs the scheduler's rules step by step, gives the same queue
-    (tests/test_perf_lockstep_queue.py); before, every group waited only its own step."""
+    (tests/test_perf_lockstep_queue.py); before, every group waited only its own step. vLLM only: the
+    scheduler quoted is vLLM's, and TensorRT-LLM's NIM row (25 users x 5,000-token prompts, 689 ms, about
+    one step: tests/test_perf_structure.py) shows no such queue."""
     g = n / groups
     d = c.sm.step_s(n, c.mean_decode_context)
     s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
