@@ -584,6 +584,8 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
         per_group = _lockstep_queue_s(c, n, steps)
         mean = sum(per_group) / len(per_group)
         ttft = {q: per_group[min(int(q * len(per_group)), len(per_group) - 1)] for q in (0.5, 0.95, 0.99)}
+        gap = _lockstep_queue_gap_s(c, n, steps)
+        est = replace(est, itl_ms=gap * 1e3)
     if steps == 1.0:
         est = _lockstep_gaps(est)
     e2e = mean + c.decode_steps * est.itl_ms / 1e3
@@ -620,10 +622,33 @@ def _lockstep_queue_s(c: _Ctx, n: float, groups: float) -> list[float]:
     d = c.sm.step_s(n, c.mean_decode_context)
     s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
                     c.cached_tokens + c.prefill_tokens / 2)
-    lag = c.request_overhead_s + g * c.frontend_s_per_request
-    b = max(math.ceil(lag / d - 1e-9), 1) if d > 0 else 1
+    b = _resend_steps(c, n, groups)
     k = max(int(round(groups)), 1)
     return sorted((j + 1) * s + (b - j) * d if j <= b else (b + 1) * s for j in range(k))
+
+
+def _lockstep_queue_gap_s(c: _Ctx, n: float, groups: float) -> float:
+    """Mean token gap (s) of a request in the queued lockstep groups of _lockstep_queue_s: its gaps are
+    decode steps of the whole batch except the prefill steps of the groups served after it in its own
+    round (k - 1 - j for group j) and, for the groups that finish inside the next round's queue
+    (j > b + 1), the j - b - 1 of those served before it finishes; (k - 1) for every group when they
+    stayed a prefill step apart."""
+    g = n / groups
+    d = c.sm.step_s(n, c.mean_decode_context)
+    s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
+                    c.cached_tokens + c.prefill_tokens / 2)
+    b = _resend_steps(c, n, groups)
+    k = max(int(round(groups)), 1)
+    m = sum((k - 1 - j) + max(j - b - 1, 0) for j in range(k)) / k
+    return d + m * max(s - d, 0.0) / c.decode_steps
+
+
+def _resend_steps(c: _Ctx, n: float, groups: float) -> int:
+    """b: decode steps of the whole batch between a lockstep group's last token and the first step that
+    can schedule its users' next prompts (their re-send lag: request overhead + the group's hand-over)."""
+    d = c.sm.step_s(n, c.mean_decode_context)
+    lag = c.request_overhead_s + n / groups * c.frontend_s_per_request
+    return max(math.ceil(lag / d - 1e-9), 1) if d > 0 else 1
 
 
 def _lockstep_itl_q_s(c: _Ctx, n: float, groups: float, mean_s: float) -> dict[float, float]:
