@@ -166,6 +166,7 @@ class _Ctx:
     bandwidth_fraction: float  # achieved share of the GPU's datasheet memory bandwidth (0..1)
     cv2_arrival: float = 1.0  # squared coefficient of variation of inter-arrival times: 1 Poisson, 0 uniform
     prefill_only_steps: bool = False  # ReplicaConfig.prefill_only_steps: no decode while prompts wait
+    vllm_v1_queue: bool = False  # lockstep groups queue FCFS behind each other (_lockstep_queue_s): vLLM
     memo: dict[tuple[str, object], object] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -273,7 +274,7 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                 prompt_sigma=sigma, request_overhead_s=cal.v("request_overhead_ms") / 1e3,
                 frontend_s_per_request=cal.v("frontend_ms_per_request") / 1e3,
                 bandwidth_fraction=sm.bw_bytes_per_s / (sm.peak_bandwidth_gbs * 1e9),
-                prefill_only_steps=cfg.prefill_only_steps)
+                prefill_only_steps=cfg.prefill_only_steps, vllm_v1_queue=cfg.engine == "vllm")
 
 
 def _held_output_tokens(catalog: Catalog, cfg: ReplicaConfig, output_mean: float, out_sigma: float) -> float:
@@ -579,6 +580,12 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
     base = c.request_overhead_s
     ttft = {q: base + round_s for q in (0.5, 0.95, 0.99)}
     mean = base + round_s
+    if steps > 1.0 and c.vllm_v1_queue:
+        per_group = _lockstep_queue_s(c, n, steps)
+        mean = sum(per_group) / len(per_group)
+        ttft = {q: per_group[min(int(q * len(per_group)), len(per_group) - 1)] for q in (0.5, 0.95, 0.99)}
+        gap = _lockstep_queue_gap_s(c, n, steps)
+        est = replace(est, itl_ms=gap * 1e3)
     if steps == 1.0:
         est = _lockstep_gaps(est)
     e2e = mean + c.decode_steps * est.itl_ms / 1e3
@@ -591,6 +598,57 @@ def _synchronize(c: _Ctx, shape: WorkloadShape, est: LoadEstimate, n: float) -> 
                    e2e_p50_ms=(ttft[0.5] + c.decode_steps * est.tpot_p50_ms / 1e3) * 1e3,
                    e2e_p95_ms=(ttft[0.95] + c.decode_steps * est.tpot_p95_ms / 1e3) * 1e3,
                    e2e_p99_ms=(ttft[0.99] + c.decode_steps * est.tpot_p99_ms / 1e3) * 1e3)
+
+
+def _lockstep_queue_s(c: _Ctx, n: float, groups: float) -> list[float]:
+    """TTFT (s, ascending) of each of the k = `groups` lockstep groups of a synchronized closed loop
+    (_synchronize), each group's n/k prompts prefilled in one step beside the others' decodes.
+
+    The groups' first tokens come in consecutive steps, so they finish in consecutive steps too; but
+    the steps a request's last token falls in are decode steps (d, the whole batch decoding), so the
+    groups finish d apart, not a prefill step apart. A finished user's next request reaches the engine
+    L = request overhead + its group's hand-over later, so the first group's next prompts are scheduled
+    after b = ceil(L / d) decode steps, and vLLM V1's scheduler then prefills the waiting groups FCFS,
+    one group's worth of the token budget per step (vllm/v1/core/sched/scheduler.py `schedule()`: the
+    running decodes first, then "schedule the WAITING requests" in what is left). With step ends at
+    i·d (i <= b) and b·d + (i - b)·s after (s: a group's prefill step), group j's next prompts are sent
+    at the end of step j and get their first token at the end of step b + 1 + j:
+    TTFT_j = (j + 1)·s + (b - j)·d for j <= b, (b + 1)·s after (the queue of b + 1 groups is full).
+    sizing.perf.sim, which runs the scheduler's rules step by step, gives the same queue
+    (tests/test_perf_lockstep_queue.py); before, every group waited only its own step. vLLM only: the
+    scheduler quoted is vLLM's, and TensorRT-LLM's NIM row (25 users x 5,000-token prompts, 689 ms, about
+    one step: tests/test_perf_structure.py) shows no such queue."""
+    g = n / groups
+    d = c.sm.step_s(n, c.mean_decode_context)
+    s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
+                    c.cached_tokens + c.prefill_tokens / 2)
+    b = _resend_steps(c, n, groups)
+    k = max(int(round(groups)), 1)
+    return sorted((j + 1) * s + (b - j) * d if j <= b else (b + 1) * s for j in range(k))
+
+
+def _lockstep_queue_gap_s(c: _Ctx, n: float, groups: float) -> float:
+    """Mean token gap (s) of a request in the queued lockstep groups of _lockstep_queue_s: its gaps are
+    decode steps of the whole batch except the prefill steps of the groups served after it in its own
+    round (k - 1 - j for group j) and, for the groups that finish inside the next round's queue
+    (j > b + 1), the j - b - 1 of those served before it finishes; (k - 1) for every group when they
+    stayed a prefill step apart."""
+    g = n / groups
+    d = c.sm.step_s(n, c.mean_decode_context)
+    s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
+                    c.cached_tokens + c.prefill_tokens / 2)
+    b = _resend_steps(c, n, groups)
+    k = max(int(round(groups)), 1)
+    m = sum((k - 1 - j) + max(j - b - 1, 0) for j in range(k)) / k
+    return d + m * max(s - d, 0.0) / c.decode_steps
+
+
+def _resend_steps(c: _Ctx, n: float, groups: float) -> int:
+    """b: decode steps of the whole batch between a lockstep group's last token and the first step that
+    can schedule its users' next prompts (their re-send lag: request overhead + the group's hand-over)."""
+    d = c.sm.step_s(n, c.mean_decode_context)
+    lag = c.request_overhead_s + n / groups * c.frontend_s_per_request
+    return max(math.ceil(lag / d - 1e-9), 1) if d > 0 else 1
 
 
 def _lockstep_itl_q_s(c: _Ctx, n: float, groups: float, mean_s: float) -> dict[float, float]:
