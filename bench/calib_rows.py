@@ -366,7 +366,8 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
     a = BENCHMARK_ASSUMPTIONS
     share = a["sharegpt_mean_tokens"]
     tail = a["sharegpt_tail"]
-    assert isinstance(share, dict) and isinstance(tail, dict)
+    reprinted = a["reprinted_blocks"]  # BENCHMARK_ASSUMPTIONS["reprinted_blocks"]: another page's run
+    assert isinstance(share, dict) and isinstance(tail, dict) and isinstance(reprinted, dict)
     out: list[CalRow] = []
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
@@ -376,7 +377,7 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                     why = "a measured value of 0 (guidellm's anomalous medians: nothing to compare)"
                     skipped[why] = skipped.get(why, 0) + 1
                 continue
-            rep = a["reprinted_blocks"].get(src)  # type: ignore[attr-defined]
+            rep = reprinted.get(src)
             if rep is not None and r["notes"].startswith(rep["label"]):
                 if skipped is not None:
                     why = f"reprinted from another page ({rep['copy_of']}'s {rep['label']} tables: not this page's run)"

@@ -186,7 +186,10 @@ def test_blocks_a_page_reprints_from_another_page_are_left_out_and_counted() -> 
     # the same vLLM baseline on H100 as "Very Long Prompt | Total TPS: 20732.85" (the A100 page's: 6435.97).
     # Those rows measure an A100 run the A100 page already holds: not the H100 configuration they claim.
     calib = Path(__file__).resolve().parents[1] / "bench" / "calibration"
-    raw = [r for p in sorted(calib.glob("perf_points*.csv")) for r in csv.DictReader(open(p, encoding="utf-8"))]
+    raw: list[dict[str, str]] = []
+    for p in sorted(calib.glob("perf_points*.csv")):
+        with open(p, encoding="utf-8", newline="") as f:
+            raw += list(csv.DictReader(f))
 
     def block(page: str) -> dict[tuple[str, ...], str]:
         return {(r["engine"], r["isl"], r["osl"], r["metric"], r["stat"]): r["value"] for r in raw
