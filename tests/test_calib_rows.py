@@ -196,3 +196,35 @@ def test_prefill_priority_engines_are_marked_from_their_version_and_flags() -> N
     assert not any(r.cfg.prefill_only_steps for r in ds if r.cfg.engine == "tensorrt-llm")
     assert not any(r.cfg.prefill_only_steps for r in rows if r.source.startswith("gps"))
     assert "prefill_only_steps" in BENCHMARK_ASSUMPTIONS
+
+
+def test_blocks_a_page_reprints_from_another_page_are_left_out_and_counted() -> None:
+    # GPUStack's GLM-4.5-Air H100 page (docs/performance-lab/glm-4.5-air/h100.md) prints under "Other
+    # Benchmark Cases" the A100 page's tables digit for digit (vLLM's "random 32K input" block: "Total Token
+    # throughput (tok/s): 6435.97", "Mean TTFT (ms): 248013.29" on both pages), while its own conclusion gives
+    # the same vLLM baseline on H100 as "Very Long Prompt | Total TPS: 20732.85" (the A100 page's: 6435.97).
+    # Those rows measure an A100 run the A100 page already holds: not the H100 configuration they claim.
+    calib = Path(__file__).resolve().parents[1] / "bench" / "calibration"
+    raw: list[dict[str, str]] = []
+    for p in sorted(calib.glob("perf_points*.csv")):
+        with open(p, encoding="utf-8", newline="") as f:
+            raw += list(csv.DictReader(f))
+
+    def block(page: str) -> dict[tuple[str, ...], str]:
+        return {(r["engine"], r["isl"], r["osl"], r["metric"], r["stat"]): r["value"] for r in raw
+                if r["id"].startswith(page + "-") and r["notes"].startswith("Other Benchmark Cases")}
+
+    h100, a100 = block("gpsglmairh"), block("gpsglmaira")
+    assert len(h100) == 96 and h100 == a100  # the claim the exclusion rests on
+    skipped: dict[str, int] = {}
+    rows = load_rows(load_catalog(), skipped=skipped)
+    ids = {r.id for r in rows}
+    reprinted = [r["id"] for r in raw if r["id"].startswith("gpsglmairh-")
+                 and r["notes"].startswith("Other Benchmark Cases")]
+    assert reprinted and not ids & set(reprinted)
+    assert any(k.startswith("reprinted") and v == 96 for k, v in skipped.items())
+    # the page's own runs stay (its engine choice, quantization and parallelism blocks)
+    assert any(i.startswith("gpsglmairh-") for i in ids)
+    assert {r["id"] for r in raw if r["id"].startswith("gpsglmaira-")
+            and r["notes"].startswith("Other Benchmark Cases")} <= ids  # the A100 page keeps its own
+    assert "reprinted_blocks" in BENCHMARK_ASSUMPTIONS
