@@ -13,6 +13,7 @@ the file, the row and the column).
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -283,6 +284,21 @@ class Catalog:
         """Whether `engine` prefills waiting prompts before it decodes its running sequences
         (engine_admission.csv, read in the engine's scheduler); engines it does not list: no."""
         return engine in self._waiting_prompts_first
+
+    def cuda_graph_max_batch(self, engine: str, version: tuple[int, int] | None, gpu_memory_gib: float,
+                             tp: int) -> float:
+        """The largest decode batch (sequences) `engine` at `version` (major, minor; None: its newest
+        listed) runs in a captured CUDA graph by default on a GPU of `gpu_memory_gib` at this TP width,
+        where engine_cuda_graphs.csv reads it in the engine's code; a larger batch decodes eagerly.
+        Unlisted engines or versions: unbounded (inf)."""
+        rows = [r for r in self.rows("engine_cuda_graphs.csv") if r["engine"] == engine
+                and (version is None or version >= tuple(int(x) for x in r["version_from"].split(".")))]
+        for bound in sorted({float(r["gpu_memory_below_gib"]) for r in rows}):
+            if gpu_memory_gib < bound:
+                fit = [r for r in rows if float(r["gpu_memory_below_gib"]) == bound and int(r["tp_from"]) <= tp]
+                if fit:
+                    return float(max(fit, key=lambda r: int(r["tp_from"]))["max_batch"])
+        return math.inf
 
     # --- the platform under the GPUs ------------------------------------------------------
     @cached_property

@@ -234,7 +234,8 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                           catalog.engine_kernels_per_layer(cfg.engine, cfg.engine_version, cfg.model),
                           cfg.spec.num_tokens if cfg.spec else 0,
                           acceptance_length(catalog, cfg.model, cfg.spec) if cfg.spec else 1.0,
-                          draft_passes(cfg.engine, cfg.spec) if cfg.spec else 0)
+                          draft_passes(cfg.engine, cfg.spec) if cfg.spec else 0,
+                          catalog.cuda_graph_max_batch(cfg.engine, cfg.engine_version, gpu.memory_gib, cfg.tp))
     full_tokens = int(math.ceil((shape.prompt_tokens_p95 or shape.prompt_tokens)
                                 + (shape.output_tokens_p95 or shape.output_tokens)))
     fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)
