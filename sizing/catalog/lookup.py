@@ -300,6 +300,16 @@ class Catalog:
                     return float(max(fit, key=lambda r: int(r["tp_from"]))["max_batch"])
         return math.inf
 
+    def engine_state_pool(self, engine: str, version: tuple[int, int] | None) -> tuple[float, int] | None:
+        """(state_memory_ratio, states_per_running_request) of `engine` at `version` (None: its newest
+        listed) for a hybrid model's states, where engine_state_pool.csv reads them in the engine's code;
+        None where it pools states and KV together."""
+        for r in self.rows("engine_state_pool.csv"):
+            if r["engine"] == engine and (version is None or version >= tuple(
+                    int(x) for x in r["version_from"].split("."))):
+                return float(r["state_memory_ratio"]), int(r["states_per_running_request"])
+        return None
+
     # --- the platform under the GPUs ------------------------------------------------------
     @cached_property
     def platform(self) -> dict[str, PlatformSetting]:
