@@ -288,7 +288,8 @@ class StepModel:
         mem, comp, comm = self.parts(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
                                      n_steps, decode_query)
         return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm
-                          + n_steps * (self.step_launch_s(decode_seqs / n_steps, prefill_tokens) + self.kernel_floor_s)) \
+                          + n_steps * (self.step_launch_s(decode_seqs / n_steps, prefill_tokens)
+                                       + self.kernel_floor_s)) \
             + self.inter_node_s(decode_seqs + prefill_tokens)
 
     def step_launch_s(self, decode_batch: float, prefill_tokens: float) -> float:
