@@ -177,12 +177,3 @@ def test_prefill_priority_engines_are_marked_from_their_version_and_flags() -> N
     assert not any(r.cfg.prefill_only_steps for r in ds if r.cfg.engine == "tensorrt-llm")
     assert not any(r.cfg.prefill_only_steps for r in rows if r.source.startswith("gps"))
     assert "prefill_only_steps" in BENCHMARK_ASSUMPTIONS
-
-
-def test_sglang_rows_without_max_running_requests_run_sglangs_own_limit() -> None:
-    # BENCHMARK_ASSUMPTIONS["sglang_defaults"]: sglang 0.5.4.post2 tp_worker.py max_running_requests =
-    # min(max_total_num_tokens // 2, req_to_token_pool.size), the pool at least 2,048 (model_runner.py);
-    # before, SGLang rows took engines.csv's planner default of 256 and a 1,000-prompt burst waited on slots
-    r = _by_id("gpsglmairh-0016")["gpsglmairh-0016"]
-    assert (r.cfg.engine, r.cfg.max_num_seqs) == ("sglang", 2048)  # type: ignore[attr-defined]
-    assert "sglang_defaults" in BENCHMARK_ASSUMPTIONS

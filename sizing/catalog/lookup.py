@@ -274,17 +274,6 @@ class Catalog:
                 return r
         return None
 
-
-    @cached_property
-    def _waiting_prompts_first(self) -> frozenset[str]:
-        return frozenset(r["engine"] for r in self.rows("engine_admission.csv")
-                         if r["waiting_prompts_first"].strip().lower() in ("yes", "true", "1"))
-
-    def prefills_waiting_first(self, engine: str) -> bool:
-        """Whether `engine` prefills waiting prompts before it decodes its running sequences
-        (engine_admission.csv, read in the engine's scheduler); engines it does not list: no."""
-        return engine in self._waiting_prompts_first
-
     def cuda_graph_max_batch(self, engine: str, version: tuple[int, int] | None, gpu_memory_gib: float,
                              tp: int) -> float:
         """The largest decode batch (sequences) `engine` at `version` (major, minor; None: its newest
