@@ -224,3 +224,25 @@ def test_guidellm_rows_are_a_burst_held_to_its_512_in_flight() -> None:
     # wave a burst of 512, then each when one finishes (a capped burst, sizing.perf.capped_burst; helper hybtt)
     thr = [r for r in rows if r.shape.prompt_tokens == 1024]
     assert thr and all(r.mode == "burst" and r.load == 512.0 and r.requests == 1000 for r in thr)
+
+
+def test_sglang_caps_a_hybrids_running_requests_at_a_third_of_its_state_pool() -> None:
+    # SGLang 0.5.9 model_runner_kv_cache_mixin.py: handle_max_mamba_cache gives the states
+    # mamba_full_memory_ratio / (1 + ratio) (0.9 / 1.9) of the memory left for caches, and init_memory_pool
+    # caps max_num_reqs at max_mamba_cache_size // 3 (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, radix
+    # cache on). GPUStack's Qwen3.5-9B on one H100 under SGLang 0.5.9 (gpsq359b): 512 held in flight, mean
+    # TTFT 26 s; the model ran all 512 (the engine's own limit 2,048 and the KV pool allowed it).
+    from sizing.perf.load import WorkloadShape, _ctx
+    from sizing.perf.memory import GIB, state_bytes_per_sequence
+
+    assert CAT.engine_state_pool("sglang", (0, 5)) == (0.9, 3)
+    assert CAT.engine_state_pool("vllm", (0, 17)) is None
+    m = _arch("Qwen3.5-9B")
+    cfg = ReplicaConfig(model=m, gpu="H100-SXM", precision="bf16", engine="sglang", engine_version=(0, 5),
+                        max_num_seqs=2048, max_num_batched_tokens=8192)
+    c = _ctx(CAT, cfg, WorkloadShape(342, 281))
+    states = int(c.fit.kv_cache_gib_available * GIB * 0.9 / 1.9 / state_bytes_per_sequence(m)) // 3
+    assert c.max_running == states < 512
+    # vLLM pools states and KV together (its hybrid KV cache manager): no such cap
+    assert _ctx(CAT, dataclasses.replace(cfg, engine="vllm", engine_version=(0, 17)),
+                WorkloadShape(342, 281)).max_running > 512

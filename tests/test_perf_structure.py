@@ -238,3 +238,29 @@ def test_a_prefill_priority_scheduler_keeps_lockstep_rounds_over_several_prefill
     assert mixed.ttft_ms < 0.3 * t[-1].ttft_ms
     # E2E and throughput of the round: all n finish together
     assert abs(t[-1].e2e_latency_ms - (t[-1].ttft_ms + 799 * t[-1].itl_ms)) < 0.01 * t[-1].e2e_latency_ms
+
+
+def test_sglang_decodes_eagerly_above_its_cuda_graph_max_batch() -> None:
+    # SGLang 0.5.4.post2 srt/server_args.py _handle_gpu_memory_settings: H100 / H200 (60-160 GiB) capture
+    # decode graphs up to cuda_graph_max_bs 256 below TP4 and 512 from TP4; A100-40GB 32 / 160; and
+    # model_executor/cuda_graph_runner.py can_run: 'cuda_graph_bs <= self.max_bs', else the batch runs
+    # eagerly. A 1,000-sequence decode step then pays the kernel launches --disable-cuda-graph pays.
+    assert CAT.cuda_graph_max_batch("sglang", (0, 5), 80.0, 1) == 256
+    assert CAT.cuda_graph_max_batch("sglang", (0, 5), 141.0, 8) == 512
+    assert CAT.cuda_graph_max_batch("sglang", None, 40.0, 1) == 32
+    assert CAT.cuda_graph_max_batch("sglang", (0, 4), 80.0, 1) == float("inf")  # 0.4 not read here
+    assert CAT.cuda_graph_max_batch("vllm", (0, 11), 80.0, 1) == float("inf")
+    cal = load_calibration()
+    m = CAT.model("llama-3.1-8b-instruct")
+    sm = build_step_model(CAT, cal, m, "H100-SXM", "bf16", 1, 1, "auto", "sglang", "nvlink", graph_max_batch=256)
+    plain = build_step_model(CAT, cal, m, "H100-SXM", "bf16", 1, 1, "auto", "sglang", "nvlink")
+    eager = build_step_model(CAT, cal, m, "H100-SXM", "bf16", 1, 1, "auto", "sglang", "nvlink", cuda_graphs=False)
+    launches = cal.v("eager_launch_us_per_layer") * m.num_layers / 1e6
+    assert sm.gpu_s(256, 500.0) == plain.gpu_s(256, 500.0)  # inside the graph
+    assert abs(sm.gpu_s(1000, 500.0) - plain.gpu_s(1000, 500.0) - launches) < 1e-9
+    assert abs(sm.gpu_s(1000, 500.0) - eager.gpu_s(1000, 500.0)) < 1e-9
+    assert sm.gpu_s(0, 0.0, 8192, 100.0) == plain.gpu_s(0, 0.0, 8192, 100.0)  # prefill steps: not charged
+    # a calibration row's SGLang replica on H100 at TP1 reads its bound from the table
+    from sizing.perf.load import _ctx
+    cfg = ReplicaConfig(model=m, gpu="H100-SXM", precision="bf16", engine="sglang", engine_version=(0, 5))
+    assert _ctx(CAT, cfg, WorkloadShape(200, 200)).sm.graph_max_batch == 256

@@ -13,6 +13,7 @@ the file, the row and the column).
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -271,6 +272,31 @@ class Catalog:
             kind_ok = r["attention"] == "any" or (r["attention"] == "mla" and model.is_mla)
             if r["engine"] == engine and kind_ok and r["flag"] == want and version < below:
                 return r
+        return None
+
+    def cuda_graph_max_batch(self, engine: str, version: tuple[int, int] | None, gpu_memory_gib: float,
+                             tp: int) -> float:
+        """The largest decode batch (sequences) `engine` at `version` (major, minor; None: its newest
+        listed) runs in a captured CUDA graph by default on a GPU of `gpu_memory_gib` at this TP width,
+        where engine_cuda_graphs.csv reads it in the engine's code; a larger batch decodes eagerly.
+        Unlisted engines or versions: unbounded (inf)."""
+        rows = [r for r in self.rows("engine_cuda_graphs.csv") if r["engine"] == engine
+                and (version is None or version >= tuple(int(x) for x in r["version_from"].split(".")))]
+        for bound in sorted({float(r["gpu_memory_below_gib"]) for r in rows}):
+            if gpu_memory_gib < bound:
+                fit = [r for r in rows if float(r["gpu_memory_below_gib"]) == bound and int(r["tp_from"]) <= tp]
+                if fit:
+                    return float(max(fit, key=lambda r: int(r["tp_from"]))["max_batch"])
+        return math.inf
+
+    def engine_state_pool(self, engine: str, version: tuple[int, int] | None) -> tuple[float, int] | None:
+        """(state_memory_ratio, states_per_running_request) of `engine` at `version` (None: its newest
+        listed) for a hybrid model's states, where engine_state_pool.csv reads them in the engine's code;
+        None where it pools states and KV together."""
+        for r in self.rows("engine_state_pool.csv"):
+            if r["engine"] == engine and (version is None or version >= tuple(
+                    int(x) for x in r["version_from"].split("."))):
+                return float(r["state_memory_ratio"]), int(r["states_per_running_request"])
         return None
 
     # --- the platform under the GPUs ------------------------------------------------------

@@ -41,6 +41,7 @@ from sizing.perf.memory import (
     kv_replication_factor,
     memory_fit,
     sequence_bytes_per_replica,
+    state_bytes_per_sequence,
 )
 from sizing.perf.replica import ReplicaConfig
 from sizing.perf.spec_decode import acceptance_length, draft_passes, spec_max_running
@@ -199,6 +200,19 @@ def clear_caches() -> None:
     _CTX_CACHE.clear()
 
 
+def _state_pool_cap(cache_bytes: float, per_seq: float, state: float, ratio: float, per_running: int) -> int:
+    """Sequences a hybrid model runs at once on an engine that splits `cache_bytes` (the replica's memory
+    for caches) into a state pool and an attention KV pool in `ratio` (states : KV) and admits at most
+    one running request per `per_running` states (engine_state_pool.csv, SGLang's mamba_full_memory_ratio
+    and MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO): min(state pool / state / per_running, KV pool / the
+    KV of one sequence of `per_seq` bytes less its state)."""
+    if state <= 0:
+        return int(cache_bytes / per_seq) if per_seq > 0 else 0
+    states = int(cache_bytes * ratio / (1.0 + ratio) / state) // per_running
+    kv = per_seq - state
+    return min(states, int(cache_bytes / (1.0 + ratio) / kv)) if kv > 0 else states
+
+
 def _ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _Ctx:
     """Cached per (catalog object, config, shape); the planner asks for the same ones many times."""
     key = (id(catalog), cfg, shape)
@@ -235,7 +249,8 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                           catalog.engine_kernels_per_layer(cfg.engine, cfg.engine_version, cfg.model),
                           cfg.spec.num_tokens if cfg.spec else 0,
                           acceptance_length(catalog, cfg.model, cfg.spec) if cfg.spec else 1.0,
-                          draft_passes(cfg.engine, cfg.spec) if cfg.spec else 0)
+                          draft_passes(cfg.engine, cfg.spec) if cfg.spec else 0,
+                          catalog.cuda_graph_max_batch(cfg.engine, cfg.engine_version, gpu.memory_gib, cfg.tp))
     full_tokens = int(math.ceil((shape.prompt_tokens_p95 or shape.prompt_tokens)
                                 + (shape.output_tokens_p95 or shape.output_tokens)))
     fit, max_seqs, budget = _memory(catalog, cfg, full_tokens)
@@ -261,6 +276,9 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
                                              / kv_replication_factor(cfg.model, cfg.tp), cfg.tp, cfg.engine,
                                              int(catalog.number("vllm_kv_block_size")))
     kv_cap = int(fit.kv_cache_gib_available * GIB / per_seq) if fit.fits else 0
+    if cfg.model.is_hybrid and fit.fits and (pool := catalog.engine_state_pool(cfg.engine, cfg.engine_version)):
+        kv_cap = min(kv_cap, _state_pool_cap(fit.kv_cache_gib_available * GIB, per_seq,
+                                             state_bytes_per_sequence(cfg.model), *pool))
     cap, why = (kv_cap, "kv-capacity") if kv_cap < max_seqs else (max_seqs, "engine-limit")
     hit = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
     isl_p95 = shape.prompt_tokens_p95 or shape.prompt_tokens

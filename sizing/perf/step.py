@@ -190,6 +190,13 @@ class StepModel:
     # the layer's kernels costs `graph_kernel_us` of GPU time per step whatever its work (launch gap plus
     # shortest run), per pipeline stage, with or without CUDA graphs; 0 where the table counts nothing
     kernel_floor_s: float = 0.0
+    # the largest decode batch the engine runs in a captured CUDA graph (sizing/data/engine_cuda_graphs.csv:
+    # SGLang's cuda_graph_max_bs by GPU memory and TP; inf where not listed): a pure-decode step of more
+    # sequences runs eagerly and pays `eager_launch_s`, the launches of --enforce-eager (eager_launch_us_per_layer
+    # per layer per stage). Prefill steps are not charged: SGLang runs extend batches eagerly too, but their
+    # prompt GEMMs are long enough that the launches queue ahead of them
+    graph_max_batch: float = math.inf
+    eager_launch_s: float = 0.0
     # speculative decoding (sizing.perf.spec_decode): every decoding sequence verifies `spec_tokens` + 1 tokens a
     # step, the draft (one decoder layer + the LM head) runs once over the step's tokens and `spec_draft_passes`
     # more times over one token per sequence, and a step yields `spec_accept_len` tokens per sequence on average
@@ -281,8 +288,18 @@ class StepModel:
         mem, comp, comm = self.parts(decode_seqs, ctx_tokens, prefill_tokens, prefill_ctx_tokens, kv_read_bytes,
                                      n_steps, decode_query)
         return self.pp * (overlap(mem, comp, self.roofline_sharpness) + comm
-                          + n_steps * (self.launch_s + self.kernel_floor_s)) \
+                          + n_steps * (self.step_launch_s(decode_seqs / n_steps, prefill_tokens)
+                                       + self.kernel_floor_s)) \
             + self.inter_node_s(decode_seqs + prefill_tokens)
+
+    def step_launch_s(self, decode_batch: float, prefill_tokens: float) -> float:
+        """Kernel-launch seconds per stage of one step decoding `decode_batch` sequences: launch_s without
+        CUDA graphs; with them, eager_launch_s for a pure-decode batch above graph_max_batch (SGLang
+        model_executor/cuda_graph_runner.py CudaGraphRunner.can_run: 'is_bs_supported = ... cuda_graph_bs <=
+        self.max_bs'; otherwise model_runner.forward_decode runs without the graph), else 0."""
+        if not self.cuda_graphs:
+            return self.launch_s
+        return self.eager_launch_s if prefill_tokens == 0 and decode_batch > self.graph_max_batch else 0.0
 
     def inter_node_s(self, tokens: float) -> float:
         """Seconds the step's `tokens` spend crossing the pp - 1 node boundaries (0 on one node)."""
@@ -392,7 +409,7 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
                      cuda_graphs: bool = True, async_scheduling: bool = False,
                      awq_marlin: bool = True, fabric_gbps: float | None = None,
                      kernels_per_layer: int = 0, spec_tokens: int = 0, spec_accept_len: float = 1.0,
-                     spec_draft_passes: int = 0) -> StepModel:
+                     spec_draft_passes: int = 0, graph_max_batch: float = math.inf) -> StepModel:
     """Precompute a replica's step-model constants from the catalog and the calibration.
     `fabric_gbps`: Gbit/s per node between the pipeline stages of a multi-node replica (None: one node).
     `awq_marlin` False: an AWQ checkpoint on the unfused kernels (engines.csv
@@ -400,7 +417,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
     has neither kernel rule. `kernels_per_layer`: the kernels each layer launches per step where
     engine_kernels.csv counts them for the engine's version (Catalog.engine_kernels_per_layer; 0: not a term).
     `spec_tokens` k > 0: speculative decoding (sizing.perf.spec_decode: k drafted tokens per sequence, a step
-    yielding `spec_accept_len` tokens, `spec_draft_passes` draft passes after the first)."""
+    yielding `spec_accept_len` tokens, `spec_draft_passes` draft passes after the first). `graph_max_batch`: the
+    largest decode batch run in a CUDA graph (Catalog.cuda_graph_max_batch; inf: every decode batch)."""
     gpu = catalog.gpu(gpu_name)
     fmt = catalog.precision(precision)
     n = tp * pp
@@ -474,6 +492,8 @@ def build_step_model(catalog: Catalog, cal: Calibration, model: ModelArch, gpu_n
         hop_latency_s=cal.hop_latency_s(interconnect),
         overhead_s=cal.overhead_s(engine), overhead_per_seq_s=cal.overhead_per_seq_s(engine),
         launch_s=0.0 if cuda_graphs else cal.v("eager_launch_us_per_layer") * model.num_layers / pp / 1e6,
+        eager_launch_s=cal.v("eager_launch_us_per_layer") * model.num_layers / pp / 1e6,
+        graph_max_batch=graph_max_batch,
         async_scheduling=async_scheduling, cuda_graphs=cuda_graphs,
         roofline_sharpness=cal.v("roofline_sharpness"), weight_gib_per_gpu=w_total / n / 2**30,
         peak_bandwidth_gbs=gpu.memory_bandwidth_gbs, dequantize_min_tokens=dequant_min,
