@@ -161,7 +161,7 @@ class _Ctx:
     decode_steps_p95: float  # decode steps of the longest requests (output p95 - 1), for a burst's drain
     mean_decode_context: float  # mean context a decoding sequence attends over
     cv2_service: float
-    prompt_sigma: float  # log-normal sigma of prompt lengths (from mean and p95)
+    prompt_sigma: float  # log-normal sigma of prompt lengths (from mean and p95: lognormal_sigma)
     request_overhead_s: float
     frontend_s_per_request: float  # the API server's ingest time per prompt, s
     bandwidth_fraction: float  # achieved share of the GPU's datasheet memory bandwidth (0..1)
@@ -283,7 +283,9 @@ def _build_ctx(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape) -> _C
     hit = min(max(shape.prefix_cache_hit_rate, 0.0), 0.999)
     isl_p95 = shape.prompt_tokens_p95 or shape.prompt_tokens
     cv = max(isl_p95 / shape.prompt_tokens - 1.0, 0.0) / P95_Z if shape.prompt_tokens > 0 else 0.0
-    sigma = math.log(max(isl_p95 / shape.prompt_tokens, 1.0)) / P95_Z if shape.prompt_tokens > 0 else 0.0
+    # the prompts' log-normal from their mean and p95, as the outputs' (_decode_steps_q): its median is
+    # mean·exp(-σ²/2), below the mean (_prompt_q)
+    sigma = lognormal_sigma(shape.prompt_tokens, isl_p95) if shape.prompt_tokens > 0 else 0.0
     return _Ctx(sm=sm, fit=fit, max_running=cap, max_running_reason=why, budget=float(budget),
                 prefill_tokens=shape.prompt_tokens * (1 - hit), prefill_tokens_p95=isl_p95 * (1 - hit),
                 cached_tokens=shape.prompt_tokens * hit, decode_steps=max(shape.output_tokens - 1.0, 1.0),
@@ -454,10 +456,13 @@ class _Point:
 
 
 def _prompt_q(c: _Ctx, q: float) -> float:
-    """Prompt tokens needing compute at percentile q (log-normal from mean and p95)."""
+    """Prompt tokens needing compute at percentile q: the log-normal with the prompts' mean and p95
+    (mean·exp(σz - σ²/2); the median request's prompt is mean·exp(-σ²/2), ~0.65 × the mean for ShareGPT's
+    assumed p95 = 3 × mean), the same law as the outputs' (_decode_steps_q); the mean for fixed lengths."""
     if q == 0.95:
         return c.prefill_tokens_p95
-    return c.prefill_tokens * math.exp(c.prompt_sigma * Z[q]) if q > 0.5 else c.prefill_tokens
+    s = c.prompt_sigma
+    return c.prefill_tokens * math.exp(s * Z[q] - s * s / 2.0)
 
 
 def _point(c: _Ctx, batch: float, lam: float, queue_s: float = 0.0) -> _Point:
