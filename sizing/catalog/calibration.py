@@ -98,11 +98,8 @@ PARAMS: dict[str, ParamSpec] = {
                                                        "its C++ executor",
                                                        fixed="no source's predictions move by 0.5 % when it moves "
                                                              "10 % (fitted 2.09 on 2026-12-01, prior 2)"),
-    "request_overhead_ms": ParamSpec(15.0, 2.0, 40.0, "ms per request, in TTFT",
-                                     "HTTP, chat template and tokenization, hand-off to the engine and the first "
-                                     "chunk's way back (prior: what ree2raz's vLLM one-user p50 TTFTs leave beside "
-                                     "the modelled GPU time, 11-20 ms, median 16.8, client on localhost per its "
-                                     "bench_lib.py; sgl060's 70B rows leave 14-15; was 20, a round number)"),
+    "request_overhead_ms": ParamSpec(20.0, 2.0, 100.0, "ms per request, in TTFT",
+                                     "HTTP, tokenization, admission and the first step's launch"),
     "frontend_ms_per_request": ParamSpec(3.0, 0.2, 20.0, "ms per request, serialized",
                                          "API-server time per request (HTTP parsing, tokenization, hand-off) that one "
                                          "server process spends in turn: paces a burst's admission"),
