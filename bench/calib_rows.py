@@ -111,16 +111,6 @@ BENCHMARK_ASSUMPTIONS: dict[str, object] = {
                      "--enforce-eager / --disable-cuda-graph (CUDA graphs off), --gpu-memory-utilization / "
                      "--mem-fraction-static; also as a settings list without dashes (dsh100's 'chunked "
                      "prefill=TRUE, max-num-batched-tokens=512, max-num-seqs=512', from dstack's README)",
-    "sglang_defaults": {
-        "rule": "an SGLang server without --max-running-requests runs at least 2,048 sequences (the KV pool may "
-                "hold fewer: the model's KV capacity); chunked_prefill_size 8192 on GPUs of 60-160 GB (A100-80GB, "
-                "H100, H200) is engines.csv's 8192 batched tokens",
-        "source": "sglang 0.5.4.post2 wheel: srt/managers/tp_worker.py 'self.max_running_requests = "
-                  "min(self.max_total_num_tokens // 2 if server_args.max_running_requests is None else ..., "
-                  "self.model_runner.req_to_token_pool.size)'; srt/model_executor/model_runner.py 'max_num_reqs = "
-                  "min(max(int(self.max_total_num_tokens / self.model_config.context_len * 512), 2048), 4096)'; "
-                  "srt/server_args.py: 'elif gpu_mem < 160 * 1024: ... self.chunked_prefill_size = 8192'",
-        "max_num_seqs": 2048},
     "vllm_v1_defaults": {
         "rule": "vLLM >= 0.9 (V1) OpenAI server without --max-num-seqs / --max-num-batched-tokens: 1024 "
                 "sequences and 8192 batched tokens on GPUs with >= 70 GiB that are not A100; otherwise "
@@ -438,8 +428,6 @@ def load_rows(catalog: Catalog, path: Path | str | None = None,
                 limits = {"max_num_seqs": lim["max_num_seqs"], "max_num_batched_tokens": lim["max_num_batched_tokens"]}
             if engine == "vllm" and src != "gpustackq" and _vllm_v1(r["engine_version"]):
                 limits.update(_vllm_v1_defaults(r["gpu"], r["engine_version"]))
-            elif engine == "sglang":  # BENCHMARK_ASSUMPTIONS["sglang_defaults"]
-                limits["max_num_seqs"] = int(a["sglang_defaults"]["max_num_seqs"])  # type: ignore[index]
             elif src == "gpustackq":
                 limits.update(_vllm_v1_defaults(r["gpu"], "0.9.2"))
                 limits["max_num_seqs"] = min(int(limits["max_num_seqs"]), 1000)

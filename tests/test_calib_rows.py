@@ -228,12 +228,3 @@ def test_blocks_a_page_reprints_from_another_page_are_left_out_and_counted() -> 
     assert {r["id"] for r in raw if r["id"].startswith("gpsglmaira-")
             and r["notes"].startswith("Other Benchmark Cases")} <= ids  # the A100 page keeps its own
     assert "reprinted_blocks" in BENCHMARK_ASSUMPTIONS
-
-
-def test_sglang_rows_without_max_running_requests_run_sglangs_own_limit() -> None:
-    # BENCHMARK_ASSUMPTIONS["sglang_defaults"]: sglang 0.5.4.post2 tp_worker.py max_running_requests =
-    # min(max_total_num_tokens // 2, req_to_token_pool.size), the pool at least 2,048 (model_runner.py);
-    # before, SGLang rows took engines.csv's planner default of 256 and a 1,000-prompt burst waited on slots
-    r = _by_id("gpsglmairh-0016")["gpsglmairh-0016"]
-    assert (r.cfg.engine, r.cfg.max_num_seqs) == ("sglang", 2048)  # type: ignore[attr-defined]
-    assert "sglang_defaults" in BENCHMARK_ASSUMPTIONS

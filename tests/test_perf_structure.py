@@ -8,7 +8,6 @@ Each test fails on the model before the fix (main at 513900a)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import replace
 
 from sizing.catalog.calibration import PARAMS, calibration_from_dict, load_calibration
 from sizing.catalog.lookup import load_catalog
@@ -285,24 +284,3 @@ def test_a_burst_is_prefilled_while_the_api_server_still_ingests_it() -> None:
     e = estimate_burst(CAT, cfg, shape, n)
     assert e.ttft_p50_ms / 1e3 >= ingest
     assert e.ttft_p99_ms / 1e3 <= ingest + c.request_overhead_s + 0.1 * efill  # not ingestion + the whole fill
-
-def test_an_sglang_burst_prefills_every_waiting_prompt_before_it_decodes() -> None:
-    # SGLang 0.5.4.post2 srt/managers/scheduler.py get_next_batch_to_run: "new_batch =
-    # self.get_new_batch_prefill() ... if new_batch is not None: # Run prefill first if possible":
-    # while prompts wait (and its >= 2,048-sequence limit and KV pool admit them), a step is a prefill
-    # batch of chunked_prefill_size tokens and the running sequences do not decode. A 1,000-prompt
-    # ShareGPT burst is then prefilled whole in ~27 prompt-only steps (gpsglmairh, SGLang TP4: mean
-    # TTFT 4.4 s where the model said 13.9 s, as if the engine held 256 and paced the rest by slots).
-    from sizing.perf.load import _ctx
-
-    assert CAT.prefills_waiting_first("sglang") and not CAT.prefills_waiting_first("vllm")
-    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16",
-                        engine="sglang", max_num_seqs=2048, max_num_batched_tokens=8192)
-    shape, n = WorkloadShape(215, 194), 1000
-    c = _ctx(CAT, cfg, shape)
-    e = estimate_burst(CAT, cfg, shape, n)
-    prompts_alone = c.sm.step_s(0.0, 0.0, n * 215, 107.5, n_steps=n * 215 / 8192)
-    fill = e.ttft_p99_ms / 1e3 - n * c.frontend_s_per_request - c.request_overhead_s
-    assert fill <= 1.02 * prompts_alone  # the last prompt's first token: all prompts, no decodes beside
-    vllm = estimate_burst(CAT, replace(cfg, engine="vllm"), shape, n)
-    assert e.ttft_ms < vllm.ttft_ms

@@ -299,17 +299,6 @@ class Catalog:
                 return float(r["state_memory_ratio"]), int(r["states_per_running_request"])
         return None
 
-
-    @cached_property
-    def _waiting_prompts_first(self) -> frozenset[str]:
-        return frozenset(r["engine"] for r in self.rows("engine_admission.csv")
-                         if r["waiting_prompts_first"].strip().lower() in ("yes", "true", "1"))
-
-    def prefills_waiting_first(self, engine: str) -> bool:
-        """Whether `engine` prefills waiting prompts before it decodes its running sequences
-        (engine_admission.csv, read in the engine's scheduler); engines it does not list: no."""
-        return engine in self._waiting_prompts_first
-
     # --- the platform under the GPUs ------------------------------------------------------
     @cached_property
     def platform(self) -> dict[str, PlatformSetting]:

@@ -824,15 +824,6 @@ def _first_prefilled_s(c: _Ctx, engine_s: float, i: float) -> float:
     return overlap(engine_s, i * c.frontend_s_per_request, 4.0)
 
 
-def _burst_batch(c: _Ctx, n: float, waiting_first: bool) -> float:
-    """Prompts of a burst of n that the fill admits before any slot frees. A decode-first engine (vLLM)
-    gives its running decodes their tokens first, so the batch it can hold is the saturated batch
-    (_saturated_batch). An engine that prefills waiting prompts first (SGLang, engine_admission.csv:
-    the running sequences do not decode while a prefill batch can be formed) admits every prompt its
-    running-request limit and KV pool hold: min(n, max_running)."""
-    return min(n, float(c.max_running)) if waiting_first else min(n, _saturated_batch(c))
-
-
 def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_prompts: int) -> LoadEstimate:
     """`n_prompts` requests sent at once (vLLM bench serve --request-rate inf --num-prompts N): a
     finite burst, not an endless steady state. The API server hands prompts over one after another
@@ -846,12 +837,11 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
     if c.max_running < 1:
         return _infeasible_estimate(c, 0.0)
     n = max(float(n_prompts), 1.0)
-    first = catalog.prefills_waiting_first(cfg.engine)
-    b = _burst_batch(c, n, first)
+    b = min(n, _saturated_batch(c))
     itl = _cycle_s(c, b)
     # the API server ingests the prompts one after another while the engine prefills them: the slower
     # of the two paces the fill (a smooth max, exponent 4)
-    efill, per_step = (_fill_s(c, b), c.budget) if first else _burst_fill(c, b)
+    efill, per_step = _burst_fill(c, b)
     fill = overlap(efill, b * c.frontend_s_per_request, 4.0)
     own = _prefill_s(c, b, c.prefill_tokens)
     e2e_ss = own + c.decode_steps * itl
