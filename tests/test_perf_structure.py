@@ -121,10 +121,8 @@ def test_a_bursts_fill_steps_carry_the_decodes_of_the_prompts_already_prefilled(
     prompts_alone = c.sm.step_s(0.0, 0.0, n * 215, 107.5, n_steps=steps)
     # at least: the decodes' per-sequence CPU cost, ~n/2 running over the fill's steps
     decodes_cpu = (n / 2) * (1 - 1 / steps) * steps * c.sm.overhead_per_seq_s
-    # the fill outlasts the ingestion here, so the last prompts' first tokens wait for the fill (which ran
-    # while the burst was being ingested)
-    fill = e.ttft_p99_ms / 1e3 - c.request_overhead_s
-    assert fill >= 0.98 * (prompts_alone + decodes_cpu) > n * c.frontend_s_per_request
+    fill = e.ttft_p99_ms / 1e3 - n * c.frontend_s_per_request - c.request_overhead_s
+    assert fill >= 0.98 * (prompts_alone + decodes_cpu)
 
 
 def test_fp8_expert_gemms_of_the_triton_fused_moe_run_at_the_16_bit_rate() -> None:
@@ -266,21 +264,3 @@ def test_sglang_decodes_eagerly_above_its_cuda_graph_max_batch() -> None:
     from sizing.perf.load import _ctx
     cfg = ReplicaConfig(model=m, gpu="H100-SXM", precision="bf16", engine="sglang", engine_version=(0, 5))
     assert _ctx(CAT, cfg, WorkloadShape(200, 200)).sm.graph_max_batch == 256
-
-
-def test_a_burst_is_prefilled_while_the_api_server_still_ingests_it() -> None:
-    # SGLang 0.5.4.post2 srt/managers/scheduler.py event_loop_normal: 'recv_reqs = self.recv_requests()' /
-    # 'self.process_input_requests(recv_reqs)' before every batch: the engine takes each prompt as the API
-    # server hands it over, so a burst whose prefill is quicker than its ingestion has every prompt
-    # prefilled by the time the last one is ingested; first tokens still wait for the ingestion.
-    from sizing.perf.load import _ctx, _fill_s
-
-    cfg = ReplicaConfig(model=CAT.model("llama-3.1-8b-instruct"), gpu="H100-SXM", precision="bf16",
-                        engine="sglang", max_num_seqs=2048, max_num_batched_tokens=8192)
-    shape, n = WorkloadShape(32, 4), 1000
-    c = _ctx(CAT, cfg, shape)
-    ingest, efill = n * c.frontend_s_per_request, _fill_s(c, n)
-    assert efill < ingest
-    e = estimate_burst(CAT, cfg, shape, n)
-    assert e.ttft_p50_ms / 1e3 >= ingest
-    assert e.ttft_p99_ms / 1e3 <= ingest + c.request_overhead_s + 0.1 * efill  # not ingestion + the whole fill

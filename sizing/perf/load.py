@@ -812,18 +812,6 @@ def _burst_fill(c: _Ctx, b: float) -> tuple[float, float]:
     return t, per_step
 
 
-def _first_prefilled_s(c: _Ctx, engine_s: float, i: float) -> float:
-    """Seconds from a burst's start until the engine has prefilled its i-th prompt, `engine_s` being
-    that prompt's place in the engine's back-to-back prefill: the engine takes each prompt as the API
-    server hands it over (SGLang 0.5.4.post2 srt/managers/scheduler.py event_loop_normal: 'recv_reqs =
-    self.recv_requests()' then 'self.process_input_requests(recv_reqs)' before every batch; vLLM V1's
-    AsyncLLM.add_request sends each request to the engine core as soon as it is processed), so its
-    prefill runs while the rest are still being ingested; the slower of the two paces it (the smooth max,
-    exponent 4, that the burst's makespan uses). Its first token still streams only after ingestion
-    (the caller's max)."""
-    return overlap(engine_s, i * c.frontend_s_per_request, 4.0)
-
-
 def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n_prompts: int) -> LoadEstimate:
     """`n_prompts` requests sent at once (vLLM bench serve --request-rate inf --num-prompts N): a
     finite burst, not an endless steady state. The API server hands prompts over one after another
@@ -855,9 +843,8 @@ def estimate_burst(catalog: Catalog, cfg: ReplicaConfig, shape: WorkloadShape, n
 
     def ttft_at(frac: float) -> float:  # TTFT of the request at rank frac·N
         i = frac * n
-        done = _first_prefilled_s(c, efill * _fill_frac(c, b, i / b, per_step), i) if i <= b \
-            else fill + (i - b) / lam + own
-        return ovh + max(ingest, done)
+        t = efill * _fill_frac(c, b, i / b, per_step) if i <= b else efill + (i - b) / lam + own
+        return ovh + ingest + t
 
     mean_ttft = sum(ttft_at((k + 0.5) / BURST_RANKS) for k in range(BURST_RANKS)) / BURST_RANKS
     drain = (c.decode_steps_p95 * c.sm.step_s(max(b * TAIL, 1.0), c.mean_decode_context)
