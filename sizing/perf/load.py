@@ -641,12 +641,7 @@ def _lockstep_queue_s(c: _Ctx, n: float, groups: float) -> list[float]:
     (tests/test_perf_lockstep_queue.py); before, every group waited only its own step. vLLM only: the
     scheduler quoted is vLLM's, and TensorRT-LLM's NIM row (25 users x 5,000-token prompts, 689 ms, about
     one step: tests/test_perf_structure.py) shows no such queue."""
-    g = n / groups
-    d = c.sm.step_s(n, c.mean_decode_context)
-    s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
-                    c.cached_tokens + c.prefill_tokens / 2)
-    b = _resend_steps(c, n, groups)
-    k = max(int(round(groups)), 1)
+    d, s, b, k = _queue_terms(c, n, groups)
     return sorted((j + 1) * s + (b - j) * d if j <= b else (b + 1) * s for j in range(k))
 
 
@@ -656,14 +651,22 @@ def _lockstep_queue_gap_s(c: _Ctx, n: float, groups: float) -> float:
     round (k - 1 - j for group j) and, for the groups that finish inside the next round's queue
     (j > b + 1), the j - b - 1 of those served before it finishes; (k - 1) for every group when they
     stayed a prefill step apart."""
+    d, s, b, k = _queue_terms(c, n, groups)
+    m = sum((k - 1 - j) + max(j - b - 1, 0) for j in range(k)) / k
+    return d + m * max(s - d, 0.0) / c.decode_steps
+
+
+def _queue_terms(c: _Ctx, n: float, groups: float) -> tuple[float, float, int, int]:
+    """(d, s, b, k) of _lockstep_queue_s and _lockstep_queue_gap_s: d the whole batch's decode step (seconds),
+    s a group's prefill step beside the others' decodes (seconds), b the re-send lag in decode steps
+    (_resend_steps), k the number of groups."""
     g = n / groups
     d = c.sm.step_s(n, c.mean_decode_context)
     s = c.sm.step_s(max(n - g, 1.0), c.mean_decode_context, g * c.prefill_tokens,
                     c.cached_tokens + c.prefill_tokens / 2)
     b = _resend_steps(c, n, groups)
     k = max(int(round(groups)), 1)
-    m = sum((k - 1 - j) + max(j - b - 1, 0) for j in range(k)) / k
-    return d + m * max(s - d, 0.0) / c.decode_steps
+    return d, s, b, k
 
 
 def _resend_steps(c: _Ctx, n: float, groups: float) -> int:
